@@ -1,0 +1,92 @@
+import type { Command } from 'commander';
+import { createAgent } from '../../agents/agent.service.js';
+import { createCampaign } from '../../campaigns/campaign.service.js';
+import { createKey } from '../../keys/key.service.js';
+import { createOrganization } from '../../orgs/org.service.js';
+import { type AdminContext, type DbFlags, withAdmin } from '../admin.js';
+import { print, printJson } from '../output.js';
+import { action, dbOptions } from '../run.js';
+
+/** Hooks later features use to enrich the demo (e.g. give the agents a messaging number). */
+export type DemoStep = (admin: AdminContext, demo: DemoData) => Promise<void>;
+export const demoSteps: DemoStep[] = [];
+
+export interface DemoData {
+  orgId: string;
+  agents: { id: string; name: string }[];
+  campaignId: string;
+  keys: { organization: string; agent: string; campaign: string };
+  notes: string[];
+}
+
+export function registerDemoCommand(program: Command): void {
+  dbOptions(
+    program.command('demo').description('create a paid demo organization with agents and keys of each kind'),
+  ).action(
+    action(async (flags: DbFlags) => {
+      await withAdmin(flags, async (admin) => {
+        const { database, clock, region } = admin;
+        const db = database.db;
+        const org = await createOrganization(db, clock, { name: 'Demo Co', plan: 'paid', defaultCountry: 'US' });
+        const support = await createAgent(db, clock, { orgId: org.id, name: 'Support' });
+        const sales = await createAgent(db, clock, { orgId: org.id, name: 'Sales' });
+        const campaign = await createCampaign(db, clock, { orgId: org.id, name: 'Spring launch' });
+        const orgKey = await createKey(db, clock, region.region, {
+          orgId: org.id,
+          label: 'demo organization key',
+          scope: 'organization',
+          permissions: ['channels', 'triggers', 'endusers'],
+        });
+        const agentKey = await createKey(db, clock, region.region, {
+          orgId: org.id,
+          label: 'demo Support agent key',
+          scope: 'agent',
+          agentId: support.id,
+          permissions: ['channels', 'triggers'],
+        });
+        const campaignKey = await createKey(db, clock, region.region, {
+          orgId: org.id,
+          label: 'demo campaign key',
+          scope: 'campaign',
+          campaignId: campaign.id,
+        });
+        const demo: DemoData = {
+          orgId: org.id,
+          agents: [
+            { id: support.id, name: support.name },
+            { id: sales.id, name: sales.name },
+          ],
+          campaignId: campaign.id,
+          keys: { organization: orgKey.key, agent: agentKey.key, campaign: campaignKey.key },
+          notes: [],
+        };
+        for (const step of demoSteps) await step(admin, demo);
+
+        const base = region.baseUrl;
+        const curl = [
+          `curl -s ${base}/api/health`,
+          `curl -s -H "Authorization: Bearer ${orgKey.key}" ${base}/api/endusers`,
+          `curl -s -X POST -H "Authorization: Bearer ${orgKey.key}" -H "Content-Type: application/json" ` +
+            `-d '{"origin":"manual","name":"Ada","email":"ada@example.com","phone":"+14155550100"}' ${base}/api/endusers`,
+          `curl -s -X POST -H "Authorization: Bearer ${agentKey.key}" -H "Content-Type: application/json" ` +
+            `-d '{"channel":"msgapp","to":"+14155550100","type":"template","template":{"name":"hello_world","language":"en_US"}}' ` +
+            `${base}/api/channels/send`,
+        ];
+        if (flags.json) {
+          printJson({ ...demo, region: region.region, baseUrl: base, curl });
+          return;
+        }
+        print(`Demo organization ${org.id} (paid plan, region ${region.region})`);
+        for (const a of demo.agents) print(`  agent ${a.name}: ${a.id}`);
+        print(`  campaign: ${campaign.id}`);
+        print('Keys (shown this once):');
+        print(`  organization (Channels, Triggers, End-users): ${orgKey.key}`);
+        print(`  agent Support (Channels, Triggers):           ${agentKey.key}`);
+        print(`  campaign (Campaigns):                         ${campaignKey.key}`);
+        for (const note of demo.notes) print(note);
+        print('\nTry, with `npm start` running:');
+        for (const line of curl) print(`  ${line}`);
+      });
+    }),
+  );
+}

@@ -1,0 +1,213 @@
+import type { Command } from 'commander';
+import { createAgent, listAgents } from '../../agents/agent.service.js';
+import { createCampaign } from '../../campaigns/campaign.service.js';
+import { migrateToLatest } from '../../db/database.js';
+import { createKey, listKeys, revokeKey } from '../../keys/key.service.js';
+import { PERMISSION_LABELS, SCOPE_LABELS } from '../../keys/permissions.js';
+import { createOrganization, setOrganizationCountry, setOrganizationPlan } from '../../orgs/org.service.js';
+import { type DbFlags, withAdmin } from '../admin.js';
+import { formatDate, formatTable, print, printJson } from '../output.js';
+import { action, dbOptions, parseList } from '../run.js';
+import { assignAgentNumber } from './numbers.js';
+
+export function registerPlatformCommands(program: Command): void {
+  dbOptions(program.command('migrate').description('bring the region database up to date')).action(
+    action(async (flags: DbFlags) => {
+      await withAdmin(flags, async ({ database, region }) => {
+        const applied = await migrateToLatest(database.db);
+        if (flags.json) printJson({ region: region.region, applied });
+        else print(`region ${region.region}: database is up to date (${applied.length} migrations applied now)`);
+      });
+    }),
+  );
+
+  const org = program.command('org').description('organizations');
+  dbOptions(org.command('create').description('create an organization'))
+    .requiredOption('--name <name>', 'display name')
+    .option('--plan <plan>', 'free or paid', 'free')
+    .option('--country <iso2>', 'default country for phone numbers written without +, e.g. US')
+    .action(
+      action(async (flags: DbFlags & { name: string; plan: string; country?: string }) => {
+        await withAdmin(flags, async ({ database, clock }) => {
+          const created = await createOrganization(database.db, clock, {
+            name: flags.name,
+            plan: flags.plan,
+            ...(flags.country ? { defaultCountry: flags.country } : {}),
+          });
+          if (flags.json) printJson({ id: created.id, name: created.name, plan: created.plan });
+          else print(`created organization ${created.id} (${created.name}, ${created.plan} plan)`);
+        });
+      }),
+    );
+  dbOptions(org.command('plan').description("change an organization's plan"))
+    .requiredOption('--org <id>', 'organization ID')
+    .requiredOption('--plan <plan>', 'free or paid')
+    .action(
+      action(async (flags: DbFlags & { org: string; plan: string }) => {
+        await withAdmin(flags, async ({ database }) => {
+          const updated = await setOrganizationPlan(database.db, flags.org, flags.plan);
+          if (flags.json) printJson({ id: updated.id, plan: updated.plan });
+          else print(`organization ${updated.id} is now on the ${updated.plan} plan`);
+        });
+      }),
+    );
+  dbOptions(org.command('country').description("set an organization's default phone country"))
+    .requiredOption('--org <id>', 'organization ID')
+    .option('--country <iso2>', 'two-letter country code; omit to clear')
+    .action(
+      action(async (flags: DbFlags & { org: string; country?: string }) => {
+        await withAdmin(flags, async ({ database }) => {
+          const updated = await setOrganizationCountry(database.db, flags.org, flags.country);
+          if (flags.json) printJson({ id: updated.id, defaultCountry: updated.defaultCountry });
+          else print(`organization ${updated.id} default country: ${updated.defaultCountry ?? 'none'}`);
+        });
+      }),
+    );
+
+  const agent = program.command('agent').description('AI agents');
+  dbOptions(agent.command('create').description('create an agent; prints its public ID (convId)'))
+    .requiredOption('--org <id>', 'organization ID')
+    .requiredOption('--name <name>', 'display name')
+    .option('--number <e164>', 'messaging number to send from; added as a sandbox number when the org has none such')
+    .action(
+      action(async (flags: DbFlags & { org: string; name: string; number?: string }) => {
+        await withAdmin(flags, async (admin) => {
+          const { database, clock } = admin;
+          const created = await createAgent(database.db, clock, { orgId: flags.org, name: flags.name });
+          const number = flags.number ? await assignAgentNumber(admin, flags.org, created.id, flags.number) : undefined;
+          if (flags.json)
+            printJson({ id: created.id, name: created.name, ...(number ? { number: number.phone } : {}) });
+          else print(`created agent ${created.id} (${created.name})${number ? ` sending from ${number.phone}` : ''}`);
+        });
+      }),
+    );
+  dbOptions(agent.command('list').description("list an organization's agents"))
+    .requiredOption('--org <id>', 'organization ID')
+    .action(
+      action(async (flags: DbFlags & { org: string }) => {
+        await withAdmin(flags, async ({ database }) => {
+          const agents = await listAgents(database.db, flags.org);
+          if (flags.json) printJson(agents.map((a) => ({ id: a.id, name: a.name, numberId: a.numberId })));
+          else
+            print(
+              formatTable(
+                ['ID', 'NAME'],
+                agents.map((a) => [a.id, a.name]),
+              ),
+            );
+        });
+      }),
+    );
+
+  const campaign = program.command('campaign').description('webhook campaigns');
+  dbOptions(campaign.command('create').description('create a campaign (its keys use --scope campaign)'))
+    .requiredOption('--org <id>', 'organization ID')
+    .requiredOption('--name <name>', 'display name')
+    .action(
+      action(async (flags: DbFlags & { org: string; name: string }) => {
+        await withAdmin(flags, async ({ database, clock }) => {
+          const created = await createCampaign(database.db, clock, { orgId: flags.org, name: flags.name });
+          if (flags.json) printJson({ id: created.id, name: created.name });
+          else print(`created campaign ${created.id} (${created.name})`);
+        });
+      }),
+    );
+
+  const key = program.command('key').description('API keys');
+  dbOptions(key.command('create').description('create an API key; the key is shown this once'))
+    .requiredOption('--org <id>', 'organization ID')
+    .requiredOption('--label <label>', 'a name for the key')
+    .requiredOption('--scope <scope>', 'organization, agent or campaign')
+    .option('--agent <id>', 'the agent of an agent-scoped key')
+    .option('--campaign <id>', 'the campaign of a campaign key')
+    .option('--permissions <list>', 'comma-separated: triggers,channels,endusers,campaigns')
+    .action(
+      action(
+        async (
+          flags: DbFlags & {
+            org: string;
+            label: string;
+            scope: string;
+            agent?: string;
+            campaign?: string;
+            permissions?: string;
+          },
+        ) => {
+          await withAdmin(flags, async ({ database, clock, region }) => {
+            const { apiKey, key: secret } = await createKey(database.db, clock, region.region, {
+              orgId: flags.org,
+              label: flags.label,
+              scope: flags.scope.toLowerCase(),
+              ...(flags.agent ? { agentId: flags.agent } : {}),
+              ...(flags.campaign ? { campaignId: flags.campaign } : {}),
+              // "End-users", "end_users" and "endusers" all name the same permission.
+              ...(flags.permissions !== undefined
+                ? { permissions: parseList(flags.permissions).map((p) => p.replace(/[-_ ]/g, '')) }
+                : {}),
+            });
+            if (flags.json) {
+              printJson({ id: apiKey.id, key: secret, prefix: apiKey.prefix, region: region.region });
+            } else {
+              print(`created key ${apiKey.id} (${apiKey.label})`);
+              print(`  ${secret}`);
+              print('Copy it now: it is shown this once and cannot be recovered.');
+            }
+          });
+        },
+      ),
+    );
+  dbOptions(key.command('list').description("list an organization's keys"))
+    .requiredOption('--org <id>', 'organization ID')
+    .action(
+      action(async (flags: DbFlags & { org: string }) => {
+        await withAdmin(flags, async ({ database }) => {
+          const keys = await listKeys(database.db, flags.org);
+          if (flags.json) {
+            printJson(
+              keys.map((k) => ({
+                id: k.id,
+                label: k.label,
+                prefix: k.prefix,
+                scope: k.scope,
+                agentId: k.agentId,
+                campaignId: k.campaignId,
+                permissions: k.permissions,
+                createdAt: k.createdAt,
+                lastUsedAt: k.lastUsedAt,
+                revokedAt: k.revokedAt,
+              })),
+            );
+            return;
+          }
+          print(
+            formatTable(
+              ['ID', 'LABEL', 'PREFIX', 'SCOPE', 'AGENT', 'PERMISSIONS', 'CREATED', 'LAST USED', 'STATUS'],
+              keys.map((k) => [
+                k.id,
+                k.label,
+                k.prefix,
+                SCOPE_LABELS[k.scope] + (k.campaignId ? ` (${k.campaignId})` : ''),
+                k.agentId ?? '-',
+                k.permissions.map((p) => PERMISSION_LABELS[p]).join(', '),
+                formatDate(k.createdAt),
+                formatDate(k.lastUsedAt),
+                k.revokedAt === null ? 'active' : `revoked ${formatDate(k.revokedAt)}`,
+              ]),
+            ),
+          );
+        });
+      }),
+    );
+  dbOptions(key.command('revoke').description('revoke a key at once and for ever'))
+    .requiredOption('--org <id>', 'organization ID')
+    .requiredOption('--id <keyId>', 'key ID (from key list)')
+    .action(
+      action(async (flags: DbFlags & { org: string; id: string }) => {
+        await withAdmin(flags, async ({ database, clock }) => {
+          const revoked = await revokeKey(database.db, clock, flags.org, flags.id);
+          if (flags.json) printJson({ id: revoked.id, revokedAt: revoked.revokedAt });
+          else print(`revoked key ${revoked.id} (${revoked.label}); it fails with 401 from now on`);
+        });
+      }),
+    );
+}

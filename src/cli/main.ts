@@ -1,0 +1,23 @@
+import { Command } from 'commander';
+import { registerDemoCommand } from './commands/demo.js';
+import { registerEndUserCommands } from './commands/endusers.js';
+import { registerNumberCommands } from './commands/numbers.js';
+import { registerPlatformCommands } from './commands/platform.js';
+import { registerSandboxCommands } from './commands/sandbox.js';
+import { registerServeCommand } from './commands/serve.js';
+
+const program = new Command('parley')
+  .description('Parley: messaging and end-user API for conversational agents')
+  .showHelpAfterError()
+  .exitOverride((err) => {
+    process.exit(err.exitCode === 0 ? 0 : 2);
+  });
+
+registerServeCommand(program);
+registerPlatformCommands(program);
+registerDemoCommand(program);
+registerEndUserCommands(program);
+registerNumberCommands(program);
+registerSandboxCommands(program);
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,224 @@
+import { resolve } from 'node:path';
+
+export const REGIONS = ['us', 'eu', 'in', 'qa'] as const;
+export type Region = (typeof REGIONS)[number];
+
+export const REGION_NAMES: Record<Region, string> = {
+  us: 'United States',
+  eu: 'European Union',
+  in: 'India',
+  qa: 'Qatar',
+};
+
+export type DatabaseConfig =
+  | { readonly kind: 'sqlite'; readonly file: string }
+  | { readonly kind: 'postgres'; readonly url: string; readonly schema: string };
+
+export interface RegionConfig {
+  readonly region: Region;
+  readonly host: string;
+  readonly port: number;
+  readonly baseUrl: string;
+  readonly database: DatabaseConfig;
+}
+
+export interface Config {
+  readonly regions: readonly RegionConfig[];
+  readonly dataDir: string;
+  readonly logLevel: string;
+  readonly bodyLimit: number;
+  readonly redisUrl: string | undefined;
+  /** First segment of every Redis key (`<prefix>:<region>:rl:...`), so deployments can share a Redis. */
+  readonly redisPrefix: string;
+  readonly sendRateLimit: { readonly perKey: number; readonly perOrg: number };
+  /** Flush interval of the buffered "last used" times of keys. */
+  readonly lastUsedFlushMs: number;
+  readonly messaging: MessagingConfig;
+}
+
+/** A template the built-in sandbox accepts: parameter counts per component. */
+export interface SandboxTemplate {
+  readonly name: string;
+  readonly language: string;
+  readonly header: number;
+  readonly body: number;
+}
+
+export interface MessagingConfig {
+  /** Provider API base address; unset means the built-in sandbox. */
+  readonly providerBaseUrl: string | undefined;
+  readonly providerApiVersion: string;
+  readonly providerTimeoutMs: number;
+  /** Key that encrypts access tokens (32 bytes, base64 or hex); unset: `<data>/secret.key`. */
+  readonly secretKey: string | undefined;
+  /** App secret that signs provider webhooks; unset: `<data>/webhook-app-secret`. */
+  readonly webhookAppSecret: string | undefined;
+  readonly webhookVerifyToken: string | undefined;
+  readonly sandboxTemplates: readonly SandboxTemplate[];
+  /** Pause of the sandbox between a send and each of its status webhooks. */
+  readonly sandboxStatusDelayMs: number;
+}
+
+/** Flags a command passes in; each wins over its environment variable. */
+export interface ConfigFlags {
+  region?: string;
+  regions?: string;
+  port?: string | number;
+  host?: string;
+  data?: string;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function parseRegion(value: string): Region {
+  const v = value.trim().toLowerCase();
+  if ((REGIONS as readonly string[]).includes(v)) return v as Region;
+  throw new ConfigError(`unknown region "${value}"; expected one of ${REGIONS.join(', ')}`);
+}
+
+function parsePositiveInt(name: string, value: string | number | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = typeof value === 'number' ? value : Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${name} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+function parsePort(name: string, value: string | number | undefined, fallback: number): number {
+  const n = parsePositiveInt(name, value, fallback);
+  if (n > 65535) throw new ConfigError(`${name} must be a port number (1-65535), got "${value}"`);
+  return n;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function parseLogLevel(value: string | undefined): string {
+  if (value === undefined || value === '') return 'info';
+  const level = value.trim().toLowerCase();
+  if (!LOG_LEVELS.includes(level)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${value}"`);
+  }
+  return level;
+}
+
+function validUrl(name: string, value: string): string {
+  try {
+    const url = new URL(value);
+    return url.toString().replace(/\/$/, '');
+  } catch {
+    throw new ConfigError(`${name} must be a URL, got "${value}"`);
+  }
+}
+
+/** Parses flags and environment once; the result is frozen and passed to whoever needs it. */
+export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Config {
+  const regionList: Region[] = flags.regions
+    ? flags.regions.split(',').map(parseRegion)
+    : [parseRegion(flags.region ?? env.PARLEY_REGION ?? 'us')];
+  if (new Set(regionList).size !== regionList.length) throw new ConfigError('--regions lists a region twice');
+
+  const dataDir = resolve(flags.data ?? env.PARLEY_DATA_DIR ?? 'data');
+  const host = flags.host ?? env.PARLEY_HOST ?? env.HOST ?? '127.0.0.1';
+  const firstPort = parsePort('port', flags.port ?? env.PARLEY_PORT ?? env.PORT, 3000);
+  if (firstPort + regionList.length - 1 > 65535) throw new ConfigError('port range runs past 65535');
+
+  const regions = regionList.map((region, i): RegionConfig => {
+    const port = firstPort + i;
+    const upper = region.toUpperCase();
+    const baseRaw = env[`PARLEY_BASE_URL_${upper}`] ?? (regionList.length === 1 ? env.PARLEY_BASE_URL : undefined);
+    const baseUrl = baseRaw
+      ? validUrl(`PARLEY_BASE_URL_${upper}`, baseRaw)
+      : `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    const pgUrl = env[`DATABASE_URL_${upper}`] ?? env.DATABASE_URL;
+    const database: DatabaseConfig = pgUrl
+      ? {
+          kind: 'postgres',
+          url: pgUrl,
+          schema: env[`PARLEY_PG_SCHEMA_${upper}`] ?? env.PARLEY_PG_SCHEMA ?? `parley_${region}`,
+        }
+      : { kind: 'sqlite', file: resolve(dataDir, `parley-${region}.db`) };
+    if (database.kind === 'postgres' && !/^[a-z_][a-z0-9_]{0,62}$/.test(database.schema)) {
+      throw new ConfigError(`PostgreSQL schema name "${database.schema}" must be lower-case letters, digits and _`);
+    }
+    return Object.freeze({ region, host, port, baseUrl, database });
+  });
+  // Each region keeps its own data: two regions on one schema would see each other's keys and records.
+  const seen = new Map<string, Region>();
+  for (const { region, database: d } of regions) {
+    const where = d.kind === 'sqlite' ? d.file : `${d.url} ${d.schema}`;
+    const other = seen.get(where);
+    if (other) {
+      throw new ConfigError(
+        `regions ${other} and ${region} would share ${d.kind === 'sqlite' ? d.file : `the PostgreSQL schema "${d.schema}"`}; ` +
+          'set PARLEY_PG_SCHEMA_<REGION> for each region, or leave PARLEY_PG_SCHEMA unset for parley_<region>',
+      );
+    }
+    seen.set(where, region);
+  }
+
+  return Object.freeze({
+    regions: Object.freeze(regions),
+    dataDir,
+    logLevel: parseLogLevel(env.LOG_LEVEL),
+    bodyLimit: parsePositiveInt('PARLEY_BODY_LIMIT', env.PARLEY_BODY_LIMIT, 1024 * 1024),
+    redisUrl: env.REDIS_URL || undefined,
+    redisPrefix: env.PARLEY_REDIS_PREFIX || 'parley',
+    sendRateLimit: Object.freeze({
+      perKey: parsePositiveInt('PARLEY_SEND_RATE_LIMIT', env.PARLEY_SEND_RATE_LIMIT, 600),
+      perOrg: parsePositiveInt('PARLEY_SEND_RATE_LIMIT_ORG', env.PARLEY_SEND_RATE_LIMIT_ORG, 3000),
+    }),
+    lastUsedFlushMs: parsePositiveInt('PARLEY_LAST_USED_FLUSH_MS', env.PARLEY_LAST_USED_FLUSH_MS, 10_000),
+    messaging: parseMessagingConfig(env),
+  });
+}
+
+function parseMessagingConfig(env: Env): MessagingConfig {
+  const version = env.PARLEY_PROVIDER_API_VERSION || 'v25.0';
+  if (!/^v\d+\.\d+$/.test(version)) {
+    throw new ConfigError(`PARLEY_PROVIDER_API_VERSION must look like v25.0, got "${version}"`);
+  }
+  const delay = env.PARLEY_SANDBOX_STATUS_DELAY_MS;
+  return Object.freeze({
+    providerBaseUrl: env.PARLEY_PROVIDER_BASE_URL
+      ? validUrl('PARLEY_PROVIDER_BASE_URL', env.PARLEY_PROVIDER_BASE_URL)
+      : undefined,
+    providerApiVersion: version,
+    providerTimeoutMs: parsePositiveInt('PARLEY_PROVIDER_TIMEOUT_MS', env.PARLEY_PROVIDER_TIMEOUT_MS, 10_000),
+    secretKey: env.PARLEY_SECRET_KEY || undefined,
+    webhookAppSecret: env.PARLEY_WEBHOOK_APP_SECRET || undefined,
+    webhookVerifyToken: env.PARLEY_WEBHOOK_VERIFY_TOKEN || undefined,
+    sandboxTemplates: parseSandboxTemplates(env.PARLEY_SANDBOX_TEMPLATES),
+    sandboxStatusDelayMs:
+      delay === undefined || delay === '0' ? 0 : parsePositiveInt('PARLEY_SANDBOX_STATUS_DELAY_MS', delay, 0),
+  });
+}
+
+/** `[{"name":"shipping","language":"en_US","header":0,"body":1}]`; counts default to 0. */
+function parseSandboxTemplates(raw: string | undefined): readonly SandboxTemplate[] {
+  if (!raw) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('PARLEY_SANDBOX_TEMPLATES must be a JSON array');
+  }
+  if (!Array.isArray(parsed)) throw new ConfigError('PARLEY_SANDBOX_TEMPLATES must be a JSON array');
+  return Object.freeze(
+    parsed.map((item: unknown, i): SandboxTemplate => {
+      const t = (typeof item === 'object' && item !== null ? item : {}) as Record<string, unknown>;
+      const count = (v: unknown) => (v === undefined ? 0 : Number.isInteger(v) && Number(v) >= 0 ? Number(v) : -1);
+      const header = count(t.header);
+      const body = count(t.body);
+      if (typeof t.name !== 'string' || typeof t.language !== 'string' || header < 0 || body < 0) {
+        throw new ConfigError(`PARLEY_SANDBOX_TEMPLATES[${i}] needs a name, a language and whole-number counts`);
+      }
+      return Object.freeze({ name: t.name, language: t.language, header, body });
+    }),
+  );
+}

@@ -1,0 +1,113 @@
+import type { Kysely } from 'kysely';
+import { type Logger, pino } from 'pino';
+import { LastUsedTracker } from './auth/last-used.js';
+import type { Config, RegionConfig } from './config.js';
+import { type Database, migrateToLatest, openDatabase } from './db/database.js';
+import type { DB } from './db/schema.js';
+import { createMessaging, type Messaging } from './messaging/messaging.js';
+import { createSendRateLimiter, type SendRateLimiter } from './rate-limit/send-rate-limiter.js';
+import { type Clock, systemClock } from './shared/clock.js';
+
+/** Paths that must never reach a log line. */
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["x-hub-signature-256"]',
+  'headers.authorization',
+  '*.headers.authorization',
+  '*.headers.cookie',
+  '*.authorization',
+  '*.accessToken',
+  '*.access_token',
+  '*.apiKey',
+  '*.key',
+  '*.password',
+  '*.token',
+  '*.secret',
+  '*.connectionString',
+  // `*.x` matches one level down only; the same names at the top of a log object too.
+  'authorization',
+  'apiKey',
+  'key',
+  'token',
+  'accessToken',
+  'access_token',
+  'password',
+  'secret',
+  'connectionString',
+];
+
+export function createLogger(config: Config, bindings: Record<string, string> = {}): Logger {
+  return pino({
+    level: config.logLevel,
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    base: { pid: process.pid, ...bindings },
+  });
+}
+
+/** Everything one region's server needs, built once at boot and passed down. */
+export interface AppContext {
+  readonly config: Config;
+  readonly region: RegionConfig;
+  readonly database: Database;
+  readonly db: Kysely<DB>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly lastUsed: LastUsedTracker;
+  /** Per-key and per-organization limits of the send and trigger endpoints. */
+  readonly sendRateLimiter: SendRateLimiter;
+  /** Provider adapter, in-process sandbox (when no provider is configured), webhook processor. */
+  readonly messaging: Messaging;
+  close(): Promise<void>;
+}
+
+export interface ContextOptions {
+  clock?: Clock;
+  logger?: Logger;
+  migrate?: boolean;
+  /** Rate limit window in seconds; only tests change it (production: 60). */
+  rateLimitWindowSeconds?: number;
+}
+
+export async function createContext(
+  config: Config,
+  region: RegionConfig,
+  options: ContextOptions = {},
+): Promise<AppContext> {
+  const logger = options.logger ?? createLogger(config, { region: region.region });
+  const database = await openDatabase(region.database);
+  if (options.migrate !== false) await migrateToLatest(database.db);
+  const lastUsed = new LastUsedTracker(database.db, config.lastUsedFlushMs, (err) =>
+    logger.error({ err }, 'could not record key last-used times'),
+  );
+  lastUsed.start();
+  const sendRateLimiter = createSendRateLimiter({
+    ...config.sendRateLimit,
+    region: region.region,
+    logger,
+    redisUrl: config.redisUrl,
+    redisPrefix: config.redisPrefix,
+    ...(options.rateLimitWindowSeconds ? { windowSeconds: options.rateLimitWindowSeconds } : {}),
+  });
+  await sendRateLimiter.ready();
+  const clock = options.clock ?? systemClock;
+  const messaging = await createMessaging(config, region.region, database, clock, logger);
+  const ctx: AppContext = {
+    config,
+    region,
+    database,
+    db: database.db,
+    clock,
+    logger,
+    lastUsed,
+    sendRateLimiter,
+    messaging,
+    async close() {
+      await messaging.close();
+      await sendRateLimiter.close();
+      await lastUsed.stop();
+      await database.close();
+    },
+  };
+  return ctx;
+}

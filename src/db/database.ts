@@ -1,0 +1,112 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import { ConfigError, type DatabaseConfig } from '../config.js';
+import { migrationProvider } from './migrations/index.js';
+import type { DB } from './schema.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Database {
+  readonly db: Kysely<DB>;
+  readonly dialect: Dialect;
+  /** The raw better-sqlite3 handle, when on SQLite (for hot paths that want a prepared statement). */
+  readonly sqlite: SQLite.Database | undefined;
+  close(): Promise<void>;
+}
+
+// BIGINT (int8) columns hold ms timestamps, well inside Number's safe range.
+pg.types.setTypeParser(20, (value) => Number(value));
+
+export async function openDatabase(config: DatabaseConfig, options: { poolSize?: number } = {}): Promise<Database> {
+  if (config.kind === 'sqlite') {
+    mkdirSync(dirname(config.file), { recursive: true });
+    const sqlite = new SQLite(config.file);
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('synchronous = NORMAL');
+    sqlite.pragma('busy_timeout = 5000');
+    sqlite.pragma('foreign_keys = ON');
+    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+    return {
+      db,
+      dialect: 'sqlite',
+      sqlite,
+      close: () => db.destroy(),
+    };
+  }
+
+  // Make sure the region's schema exists before the pool pins search_path to it.
+  const bootstrap = new pg.Client({ connectionString: config.url });
+  try {
+    await bootstrap.connect();
+  } catch (err) {
+    await bootstrap.end().catch(() => undefined);
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new ConfigError(`cannot connect to PostgreSQL at ${describePgUrl(config.url)} (DATABASE_URL): ${reason}`);
+  }
+  try {
+    await bootstrap.query(`CREATE SCHEMA IF NOT EXISTS "${config.schema}"`);
+  } finally {
+    await bootstrap.end();
+  }
+  const pool = new pg.Pool({
+    connectionString: config.url,
+    max: options.poolSize ?? 10,
+    options: `-c search_path=${config.schema}`,
+  });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  return { db, dialect: 'postgres', sqlite: undefined, close: () => db.destroy() };
+}
+
+/** host:port/database of a connection URL, never its password. */
+function describePgUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+/**
+ * The PostgreSQL schema the connection works in, or undefined on SQLite. Kysely's Migrator looks
+ * for its bookkeeping tables in every schema of the database unless told which one, so a second
+ * region (or a second test schema) in the same database would find the first one's tables and
+ * then fail to use them through its own search_path.
+ */
+async function currentPostgresSchema(db: Kysely<DB>): Promise<string | undefined> {
+  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return undefined;
+  const { rows } = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db);
+  return rows[0]?.schema ?? undefined;
+}
+
+export async function migrateToLatest(db: Kysely<DB>): Promise<string[]> {
+  const schema = await currentPostgresSchema(db);
+  const migrator = new Migrator({
+    db,
+    provider: migrationProvider,
+    ...(schema ? { migrationTableSchema: schema } : {}),
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`migration ${failed?.migrationName ?? '(unknown)'} failed: ${reason}`);
+  }
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** Drops a PostgreSQL schema (tests use one schema per run). */
+export async function dropPostgresSchema(url: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+export { sql };

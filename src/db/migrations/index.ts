@@ -1,0 +1,20 @@
+import type { Migration, MigrationProvider } from 'kysely';
+import { platform } from './0001-platform.js';
+import { endUsers } from './0002-end-users.js';
+import { messaging } from './0003-messaging.js';
+import { idempotency } from './0004-idempotency.js';
+
+/**
+ * Every migration, in order. Names sort lexically; add new ones at the end with the next number.
+ * A static list (not a folder scan) so the same code runs from src/ under tsx and from dist/.
+ */
+export const migrations: Record<string, Migration> = {
+  '0001-platform': platform,
+  '0002-end-users': endUsers,
+  '0003-messaging': messaging,
+  '0004-idempotency': idempotency,
+};
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => migrations,
+};

@@ -1,0 +1,70 @@
+import type { Generated } from 'kysely';
+import type { EndUserTable, EndUserTagTable } from '../end-users/end-user.table.js';
+import type { IdempotencyKeyTable } from '../idempotency/idempotency.table.js';
+import type {
+  InboundMessageTable,
+  MessageStatusTable,
+  MessageTable,
+  MessagingNumberTable,
+  MessagingWindowTable,
+  PendingStatusTable,
+} from '../messaging/messaging.tables.js';
+
+/** Tables as the database stores them: snake_case columns, times in ms since epoch. */
+export interface OrganizationTable {
+  id: string;
+  name: string;
+  plan: 'free' | 'paid';
+  default_country: string | null;
+  created_at: number;
+}
+
+export interface AgentTable {
+  id: string;
+  org_id: string;
+  name: string;
+  number_id: string | null;
+  created_at: number;
+}
+
+export interface CampaignTable {
+  id: string;
+  org_id: string;
+  name: string;
+  created_at: number;
+}
+
+export interface ApiKeyTable {
+  id: string;
+  org_id: string;
+  label: string;
+  prefix: string;
+  hash: string;
+  scope: 'organization' | 'agent' | 'campaign';
+  agent_id: string | null;
+  campaign_id: string | null;
+  /** Comma-separated permission names. */
+  permissions: string;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+export interface DB {
+  organizations: OrganizationTable;
+  agents: AgentTable;
+  campaigns: CampaignTable;
+  api_keys: ApiKeyTable;
+  messaging_numbers: MessagingNumberTable;
+  messages: MessageTable;
+  message_statuses: MessageStatusTable;
+  pending_statuses: PendingStatusTable;
+  inbound_messages: InboundMessageTable;
+  messaging_windows: MessagingWindowTable;
+  end_users: EndUserTable;
+  end_user_tags: EndUserTagTable;
+  idempotency_keys: IdempotencyKeyTable;
+}
+
+// Re-exported so feature tables can use it without importing kysely directly.
+export type { Generated };

@@ -1,0 +1,105 @@
+import { randomUUID } from 'node:crypto';
+import helmet from '@fastify/helmet';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import { channelRoutes } from '../channels/channel.routes.js';
+import { REGION_NAMES } from '../config.js';
+import type { AppContext } from '../context.js';
+import { endUserRoutes } from '../end-users/end-user.routes.js';
+import { messageRoutes } from '../messaging/message.routes.js';
+import { webhookRoutes } from '../messaging/webhook.routes.js';
+import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
+import { ChannelError, CodedError, installErrorHandlers } from './errors.js';
+import { publicRoutes } from './public.routes.js';
+import { installValidators } from './validation.js';
+
+export const API_VERSION = '3.0.0';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface BuildOptions {
+  /** Log requests (off in tests unless asked for). */
+  logRequests?: boolean;
+}
+
+export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: ctx.logger.child(
+      {},
+      { level: options.logRequests === false ? 'warn' : ctx.logger.level },
+    ) as FastifyBaseLogger,
+    bodyLimit: ctx.config.bodyLimit,
+    trustProxy: false,
+    // Fastify would echo any X-Request-Id verbatim; genReqId alone decides, so only a sane ID is kept.
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorateRequest('principal', null);
+  installValidators(app);
+  installErrorHandlers(app, ctx.config.bodyLimit);
+  // JSON only: Fastify's default text/plain parser would let a non-JSON body reach the schema.
+  app.removeContentTypeParser('text/plain');
+
+  // Once shutdown starts, responses still in flight close their connection: a keep-alive client
+  // would otherwise hold the server open until its idle timeout (72 s), past the shutdown delay.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    if (closing) reply.header('connection', 'close');
+  });
+
+  await app.register(helmet, { global: true, contentSecurityPolicy: { directives: { defaultSrc: ["'none'"] } } });
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Parley API',
+        version: API_VERSION,
+        description:
+          'Messaging and end-user API for conversational agents. Every call except /api/health and ' +
+          '/api/openapi.json needs `Authorization: Bearer <API key>`. Keys and data belong to one region.',
+      },
+      servers: [{ url: ctx.region.baseUrl, description: `${REGION_NAMES[ctx.region.region]} (${ctx.region.region})` }],
+      components: {
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'prl_<region>_<38 base62 characters>',
+            description: 'An API key of this region, sent as a Bearer token.',
+          },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+  app.addSchema(ChannelError);
+  app.addSchema(CodedError);
+
+  await app.register(publicRoutes, { ctx });
+  await registerFeatures(app, ctx);
+  return app;
+}
+
+/** Feature route plugins, each from its feature folder. Add one line per feature. */
+async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const features: FastifyPluginAsync<{ ctx: AppContext }>[] = [
+    // feature plugins go here, e.g. endUserRoutes, channelRoutes
+    endUserRoutes,
+    channelRoutes,
+    messageRoutes,
+    webhookRoutes,
+    sandboxRoutes,
+  ];
+  for (const feature of features) await app.register(feature, { ctx });
+}

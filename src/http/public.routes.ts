@@ -1,0 +1,45 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { AppContext } from '../context.js';
+
+const Health = Type.Object({
+  status: Type.Literal('ok'),
+  timestamp: Type.String({ format: 'date-time', description: 'Server time, ISO 8601.' }),
+  region: Type.String({ description: 'Region code: us, eu, in or qa.' }),
+});
+
+export const publicRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
+  app.get(
+    '/api/health',
+    {
+      schema: {
+        summary: 'Reachability check',
+        tags: ['public'],
+        security: [],
+        response: { 200: Health },
+      },
+    },
+    async () => ({
+      status: 'ok' as const,
+      timestamp: new Date(ctx.clock.now()).toISOString(),
+      region: ctx.region.region,
+    }),
+  );
+
+  let document: unknown;
+  app.get(
+    '/api/openapi.json',
+    {
+      schema: {
+        summary: "This region's OpenAPI description",
+        tags: ['public'],
+        security: [],
+        response: { 200: Type.Object({}, { additionalProperties: true, description: 'An OpenAPI 3.0 document.' }) },
+      },
+    },
+    async () => {
+      document ??= app.swagger();
+      return document;
+    },
+  );
+};

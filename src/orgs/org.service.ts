@@ -1,0 +1,89 @@
+import type { Kysely } from 'kysely';
+import type { DB, OrganizationTable } from '../db/schema.js';
+import type { Clock } from '../shared/clock.js';
+import { AppError } from '../shared/errors.js';
+import { newId } from '../shared/ids.js';
+
+export type Plan = OrganizationTable['plan'];
+export const PLANS: readonly Plan[] = ['free', 'paid'];
+
+export interface Organization {
+  id: string;
+  name: string;
+  plan: Plan;
+  defaultCountry: string | null;
+  createdAt: number;
+}
+
+const toOrganization = (row: OrganizationTable): Organization => ({
+  id: row.id,
+  name: row.name,
+  plan: row.plan,
+  defaultCountry: row.default_country,
+  createdAt: row.created_at,
+});
+
+function checkPlan(plan: string): Plan {
+  if (!(PLANS as readonly string[]).includes(plan)) {
+    throw new AppError('INVALID_BODY', `plan must be one of ${PLANS.join(', ')}, got "${plan}"`);
+  }
+  return plan as Plan;
+}
+
+function checkCountry(country: string | undefined): string | null {
+  if (country === undefined) return null;
+  if (!/^[A-Z]{2}$/.test(country)) {
+    throw new AppError('INVALID_BODY', `default country must be a two-letter ISO code such as US, got "${country}"`);
+  }
+  return country;
+}
+
+export async function createOrganization(
+  db: Kysely<DB>,
+  clock: Clock,
+  input: { name: string; plan: string; defaultCountry?: string },
+): Promise<Organization> {
+  const name = input.name.trim();
+  if (!name) throw new AppError('INVALID_BODY', 'organization name must not be empty');
+  const row: OrganizationTable = {
+    id: newId('org'),
+    name,
+    plan: checkPlan(input.plan),
+    default_country: checkCountry(input.defaultCountry?.toUpperCase()),
+    created_at: clock.now(),
+  };
+  await db.insertInto('organizations').values(row).execute();
+  return toOrganization(row);
+}
+
+export async function getOrganization(db: Kysely<DB>, orgId: string): Promise<Organization> {
+  const row = await db.selectFrom('organizations').selectAll().where('id', '=', orgId).executeTakeFirst();
+  if (!row) throw new AppError('NOT_FOUND', `unknown organization "${orgId}"`);
+  return toOrganization(row);
+}
+
+export async function setOrganizationPlan(db: Kysely<DB>, orgId: string, plan: string): Promise<Organization> {
+  const checked = checkPlan(plan);
+  const result = await db
+    .updateTable('organizations')
+    .set({ plan: checked })
+    .where('id', '=', orgId)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) throw new AppError('NOT_FOUND', `unknown organization "${orgId}"`);
+  return getOrganization(db, orgId);
+}
+
+export async function setOrganizationCountry(
+  db: Kysely<DB>,
+  orgId: string,
+  country: string | undefined,
+): Promise<Organization> {
+  const checked = checkCountry(country?.toUpperCase());
+  const result = await db
+    .updateTable('organizations')
+    .set({ default_country: checked })
+    .where('id', '=', orgId)
+    .executeTakeFirst();
+  if (Number(result.numUpdatedRows) === 0) throw new AppError('NOT_FOUND', `unknown organization "${orgId}"`);
+  return getOrganization(db, orgId);
+}

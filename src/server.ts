@@ -1,0 +1,71 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Config, RegionConfig } from './config.js';
+import { type AppContext, createContext, createLogger } from './context.js';
+import { buildApp } from './http/app.js';
+import type { Clock } from './shared/clock.js';
+
+export interface RunningRegion {
+  readonly region: RegionConfig;
+  readonly ctx: AppContext;
+  readonly app: FastifyInstance;
+  readonly url: string;
+}
+
+export interface RunningServer {
+  readonly regions: readonly RunningRegion[];
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  clock?: Clock;
+  logger?: Logger;
+  logRequests?: boolean;
+}
+
+/** Starts one server per configured region, each on its own port with its own database. */
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const logger = options.logger ?? createLogger(config);
+  const started: RunningRegion[] = [];
+  // Idempotent: a second signal or a test's cleanup may call it again while it runs.
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      for (const r of [...started].reverse()) {
+        await r.app.close();
+        await r.ctx.close();
+      }
+    })();
+    return closing;
+  };
+  try {
+    for (const region of config.regions) {
+      const ctx = await createContext(config, region, {
+        logger: logger.child({ region: region.region }),
+        ...(options.clock ? { clock: options.clock } : {}),
+      });
+      let app: FastifyInstance;
+      try {
+        app = await buildApp(ctx, { logRequests: options.logRequests ?? true });
+        await app.listen({ host: region.host, port: region.port });
+      } catch (err) {
+        await ctx.close();
+        throw err;
+      }
+      const address = app.server.address();
+      const port = typeof address === 'object' && address ? address.port : region.port;
+      const url = `http://${region.host.includes(':') ? `[${region.host}]` : region.host}:${port}`;
+      // The in-process sandbox delivers its webhooks to this very server.
+      ctx.messaging.attachServer(url);
+      started.push({ region, ctx, app, url });
+      logger.info(
+        { region: region.region, url, baseUrl: region.baseUrl, database: region.database.kind },
+        'region ready',
+      );
+    }
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return { regions: started, close };
+}

@@ -1,0 +1,33 @@
+import { randomBytes } from 'node:crypto';
+
+const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Uniform random base62 string (rejection sampling, so no modulo bias). */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    const bytes = randomBytes(length * 2);
+    for (const byte of bytes) {
+      if (byte < 248) out += ALPHABET[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+export function toBase62(value: number, width: number): string {
+  let n = value;
+  let out = '';
+  while (n > 0) {
+    out = ALPHABET[n % 62] + out;
+    n = Math.floor(n / 62);
+  }
+  return out.padStart(width, '0');
+}
+
+export type IdKind = 'org' | 'agt' | 'key' | 'cmp' | 'eu' | 'msg' | 'num' | 'evt';
+
+/** Unguessable identifiers: a kind prefix and 22 base62 characters (about 131 random bits). */
+export function newId(kind: IdKind): string {
+  return `${kind}_${randomBase62(22)}`;
+}
