@@ -1,0 +1,24 @@
+/** The end_users and end_user_tags tables as stored: snake_case, JSON in text columns, times in ms. */
+export interface EndUserTable {
+  id: string;
+  org_id: string;
+  name: string | null;
+  email: string | null;
+  phone: string | null;
+  /** JSON array of strings; end_user_tags mirrors it for filtering. */
+  tags: string;
+  origin: 'inbound' | 'imported' | 'manual';
+  /** JSON object, channel → identifier. */
+  channel_identifiers: string;
+  /** JSON object, channel → { status, updatedAt, source }. */
+  consent: string;
+  created_at: number;
+  last_seen_at: number | null;
+  updated_at: number;
+}
+
+export interface EndUserTagTable {
+  end_user_id: string;
+  org_id: string;
+  tag: string;
+}
