@@ -1,0 +1,145 @@
+import type { Command } from 'commander';
+import {
+  addNumber,
+  assignNumber,
+  findNumberByPhone,
+  listNumbers,
+  type MessagingNumber,
+} from '../../numbers/number.service.js';
+import { createSecretBox, secretKeyOf } from '../../numbers/secret-box.js';
+import type { AdminContext, DbFlags } from '../admin.js';
+import { withAdmin } from '../admin.js';
+import { formatDate, formatTable, print, printJson } from '../output.js';
+import { action, dbOptions, fail } from '../run.js';
+import { type DemoStep, demoSteps } from './demo.js';
+
+const boxOf = (admin: AdminContext) =>
+  createSecretBox(secretKeyOf(admin.config.messaging.secretKey, admin.config.dataDir));
+
+const numberJson = (n: MessagingNumber) => ({
+  id: n.id,
+  orgId: n.orgId,
+  phone: n.phone,
+  provider: n.provider,
+  phoneNumberId: n.phoneNumberId,
+  createdAt: n.createdAt,
+});
+
+/**
+ * Gives an agent a number: an existing number of its organization, or, when the organization has
+ * none with that phone, a new sandbox number (registered with the built-in sandbox).
+ */
+export async function assignAgentNumber(
+  admin: AdminContext,
+  orgId: string,
+  agentId: string,
+  phone: string,
+): Promise<MessagingNumber> {
+  const db = admin.database.db;
+  if (!(await findNumberByPhone(db, orgId, phone))) {
+    await addNumber(db, admin.clock, boxOf(admin), { orgId, phone });
+  }
+  return assignNumber(db, orgId, agentId, phone);
+}
+
+/** The demo's agents get sandbox numbers, so its printed send works at once. */
+const demoNumbers: DemoStep = async (admin, demo) => {
+  for (const agent of demo.agents) {
+    let number: MessagingNumber | undefined;
+    for (let attempt = 0; attempt < 5 && !number; attempt++) {
+      const phone = `+1650${2 + Math.floor(Math.random() * 8)}${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
+      if (
+        await admin.database.db
+          .selectFrom('messaging_numbers')
+          .select('id')
+          .where('phone', '=', phone)
+          .executeTakeFirst()
+      )
+        continue;
+      number = await assignAgentNumber(admin, demo.orgId, agent.id, phone);
+    }
+    if (number) demo.notes.push(`  agent ${agent.name} sends from sandbox number ${number.phone}`);
+  }
+  const base = admin.region.baseUrl;
+  demo.notes.push(
+    '\nSimulate a user writing in (opens the 24-hour window for free text):',
+    `  npx parley sandbox inbound --agent ${demo.agents[0]?.id ?? 'AGENT'} --from +14155550100 --text "Hi"`,
+    `  curl -s -X POST -H "Authorization: Bearer ${demo.keys.agent}" -H "Content-Type: application/json" ` +
+      `-d '{"channel":"msgapp","to":"+14155550100","type":"message","message":{"text":"Hello!"}}' ${base}/api/channels/send`,
+  );
+};
+
+export function registerNumberCommands(program: Command): void {
+  demoSteps.push(demoNumbers);
+  const number = program.command('number').description('messaging numbers of an organization');
+  dbOptions(number.command('add').description('add a messaging number (a sandbox number unless --provider cloud)'))
+    .requiredOption('--org <id>', 'organization ID')
+    .requiredOption('--phone <e164>', 'the number, international format, e.g. +14155550100')
+    .option('--provider <provider>', 'sandbox or cloud', 'sandbox')
+    .option('--phone-number-id <id>', "the provider's numeric phone number ID (cloud)")
+    .option('--access-token-env <var>', 'name of the environment variable holding the access token (cloud)')
+    .action(
+      action(
+        async (
+          flags: DbFlags & {
+            org: string;
+            phone: string;
+            provider: string;
+            phoneNumberId?: string;
+            accessTokenEnv?: string;
+          },
+        ) => {
+          // The token comes from the environment, never from argv (which other users can read).
+          let accessToken: string | undefined;
+          if (flags.accessTokenEnv) {
+            accessToken = process.env[flags.accessTokenEnv];
+            if (!accessToken) fail(`environment variable ${flags.accessTokenEnv} is not set or empty`);
+          }
+          await withAdmin(flags, async (admin) => {
+            const created = await addNumber(admin.database.db, admin.clock, boxOf(admin), {
+              orgId: flags.org,
+              phone: flags.phone,
+              provider: flags.provider.toLowerCase(),
+              ...(flags.phoneNumberId ? { phoneNumberId: flags.phoneNumberId } : {}),
+              ...(accessToken ? { accessToken } : {}),
+            });
+            if (flags.json) printJson(numberJson(created));
+            else
+              print(
+                `added ${created.provider} number ${created.phone} (${created.id}, phone number ID ${created.phoneNumberId})`,
+              );
+          });
+        },
+      ),
+    );
+  dbOptions(number.command('list').description("list an organization's messaging numbers"))
+    .requiredOption('--org <id>', 'organization ID')
+    .action(
+      action(async (flags: DbFlags & { org: string }) => {
+        await withAdmin(flags, async ({ database }) => {
+          const numbers = await listNumbers(database.db, flags.org);
+          if (flags.json) printJson(numbers.map(numberJson));
+          else
+            print(
+              formatTable(
+                ['ID', 'PHONE', 'PROVIDER', 'PHONE NUMBER ID', 'CREATED'],
+                numbers.map((n) => [n.id, n.phone, n.provider, n.phoneNumberId, formatDate(n.createdAt)]),
+              ),
+            );
+        });
+      }),
+    );
+  dbOptions(number.command('assign').description('assign a messaging number to an agent'))
+    .requiredOption('--org <id>', 'organization ID')
+    .requiredOption('--agent <id>', 'agent ID')
+    .requiredOption('--phone <e164>', 'the number')
+    .action(
+      action(async (flags: DbFlags & { org: string; agent: string; phone: string }) => {
+        await withAdmin(flags, async ({ database }) => {
+          const assigned = await assignNumber(database.db, flags.org, flags.agent, flags.phone);
+          if (flags.json) printJson({ agentId: flags.agent, number: numberJson(assigned) });
+          else print(`agent ${flags.agent} now sends from ${assigned.phone}`);
+        });
+      }),
+    );
+}

@@ -1,0 +1,278 @@
+import type { Kysely } from 'kysely';
+import { sql } from 'kysely';
+import type { DB } from '../db/schema.js';
+import type { MessageStatusTable, MessageTable } from './messaging.tables.js';
+import { precompiled, slot } from './precompiled.js';
+
+export const WINDOW_MS = 24 * 60 * 60 * 1000;
+
+/** Delivery statuses in the only order they may move; failed is final, so it ranks highest. */
+export const STATUS_RANK = {
+  pending: 0,
+  unconfirmed: 0,
+  accepted: 1,
+  sent: 2,
+  delivered: 3,
+  read: 4,
+  failed: 5,
+  rejected: 5,
+} as const;
+export type MessageStatus = keyof typeof STATUS_RANK;
+export const PROVIDER_STATUSES = ['sent', 'delivered', 'read', 'failed'] as const;
+export type ProviderStatus = (typeof PROVIDER_STATUSES)[number];
+
+export interface StatusEvent {
+  readonly status: ProviderStatus;
+  readonly occurredAt: number;
+  readonly receivedAt: number;
+  readonly errorCode: number | null;
+  readonly errorMessage: string | null;
+}
+
+const MESSAGE_COLUMNS = [
+  'id',
+  'org_id',
+  'agent_id',
+  'number_id',
+  'to_phone',
+  'type',
+  'template_name',
+  'provider_message_id',
+  'status',
+  'status_rank',
+  'error_code',
+  'error_message',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof MessageTable)[];
+
+const insertMessageQuery = precompiled((db) =>
+  db
+    .insertInto('messages')
+    .values(Object.fromEntries(MESSAGE_COLUMNS.map((c, i) => [c, slot(i)])) as unknown as MessageTable),
+);
+
+export async function insertMessage(db: Kysely<DB>, row: MessageTable): Promise<void> {
+  await insertMessageQuery(
+    db,
+    MESSAGE_COLUMNS.map((c) => row[c]),
+  );
+}
+
+const markAcceptedQuery = precompiled((db) =>
+  db
+    .updateTable('messages')
+    .set({
+      provider_message_id: slot<string>(0),
+      status: sql<string>`case when status_rank < ${STATUS_RANK.accepted} then 'accepted' else status end`,
+      status_rank: sql<number>`case when status_rank < ${STATUS_RANK.accepted} then ${STATUS_RANK.accepted} else status_rank end`,
+      updated_at: slot<number>(1),
+    })
+    .where('id', '=', slot<string>(2)),
+);
+
+/** Records the provider's ID; the status becomes `accepted` unless a webhook already moved it on. */
+export async function markAccepted(db: Kysely<DB>, id: string, providerMessageId: string, at: number): Promise<void> {
+  await markAcceptedQuery(db, [providerMessageId, at, id]);
+}
+
+export async function markSendFailed(
+  db: Kysely<DB>,
+  id: string,
+  status: 'rejected' | 'unconfirmed',
+  errorCode: number | null,
+  errorMessage: string,
+  at: number,
+): Promise<void> {
+  await db
+    .updateTable('messages')
+    .set({
+      status,
+      status_rank: STATUS_RANK[status],
+      error_code: errorCode,
+      error_message: errorMessage,
+      updated_at: at,
+    })
+    .where('id', '=', id)
+    .where('status_rank', '<=', STATUS_RANK.pending)
+    .execute();
+}
+
+const messageIdByProviderId = precompiled((db) =>
+  db.selectFrom('messages').select('id').where('provider_message_id', '=', slot<string>(0)),
+);
+
+/** The message a status webhook is about: by provider ID, else by our ID sent as callback data. */
+export async function findMessageIdForStatus(
+  db: Kysely<DB>,
+  providerMessageId: string,
+  callbackData: string | undefined,
+): Promise<string | undefined> {
+  const byProvider = (await messageIdByProviderId(db, [providerMessageId])).rows[0];
+  if (byProvider) return byProvider.id;
+  if (!callbackData?.startsWith('msg_')) return undefined;
+  const byCallback = await db
+    .selectFrom('messages')
+    .select(['id', 'provider_message_id'])
+    .where('id', '=', callbackData)
+    .executeTakeFirst();
+  if (!byCallback) return undefined;
+  // Callback data of another message of ours must not attach statuses to it.
+  if (byCallback.provider_message_id !== null && byCallback.provider_message_id !== providerMessageId) return undefined;
+  return byCallback.id;
+}
+
+const insertStatusQuery = precompiled((db) =>
+  db
+    .insertInto('message_statuses')
+    .values({
+      message_id: slot(0),
+      status: slot(1),
+      occurred_at: slot(2),
+      received_at: slot(3),
+      error_code: slot(4),
+      error_message: slot(5),
+    })
+    .onConflict((oc) => oc.columns(['message_id', 'status']).doNothing()),
+);
+
+const moveStatusQuery = precompiled((db) =>
+  db
+    .updateTable('messages')
+    .set({ status: slot(0), status_rank: slot(1), updated_at: slot(2) })
+    .where('id', '=', slot<string>(3))
+    .where('status_rank', '<', slot<number>(1)),
+);
+
+const failQuery = precompiled((db) =>
+  db
+    .updateTable('messages')
+    .set({
+      status: 'failed',
+      status_rank: STATUS_RANK.failed,
+      updated_at: slot(0),
+      error_code: slot(1),
+      error_message: slot(2),
+    })
+    .where('id', '=', slot<string>(3))
+    .where('status_rank', '<', STATUS_RANK.failed),
+);
+
+/**
+ * Adds a status to the history (once per message and status) and moves the message forward only:
+ * a single conditional UPDATE, so concurrent webhooks cannot move it back.
+ */
+export async function applyStatus(db: Kysely<DB>, messageId: string, event: StatusEvent): Promise<void> {
+  const row: MessageStatusTable = {
+    message_id: messageId,
+    status: event.status,
+    occurred_at: event.occurredAt,
+    received_at: event.receivedAt,
+    error_code: event.errorCode,
+    error_message: event.errorMessage,
+  };
+  await insertStatusQuery(db, [
+    row.message_id,
+    row.status,
+    row.occurred_at,
+    row.received_at,
+    row.error_code,
+    row.error_message,
+  ]);
+  if (event.status === 'failed') {
+    await failQuery(db, [event.receivedAt, event.errorCode, event.errorMessage, messageId]);
+  } else {
+    await moveStatusQuery(db, [event.status, STATUS_RANK[event.status], event.receivedAt, messageId]);
+  }
+}
+
+export async function storePendingStatus(db: Kysely<DB>, providerMessageId: string, event: StatusEvent): Promise<void> {
+  await db
+    .insertInto('pending_statuses')
+    .values({
+      provider_message_id: providerMessageId,
+      status: event.status,
+      occurred_at: event.occurredAt,
+      received_at: event.receivedAt,
+      error_code: event.errorCode,
+      error_message: event.errorMessage,
+    })
+    .onConflict((oc) => oc.columns(['provider_message_id', 'status']).doNothing())
+    .execute();
+}
+
+/** Applies statuses that arrived before the message was stored; returns how many. */
+const pendingQuery = precompiled((db) =>
+  db.selectFrom('pending_statuses').selectAll().where('provider_message_id', '=', slot<string>(0)),
+);
+
+export async function applyPendingStatuses(
+  db: Kysely<DB>,
+  messageId: string,
+  providerMessageId: string,
+): Promise<number> {
+  const pending = (await pendingQuery(db, [providerMessageId])).rows;
+  if (pending.length === 0) return 0;
+  for (const p of pending.sort(
+    (a, b) => STATUS_RANK[a.status as ProviderStatus] - STATUS_RANK[b.status as ProviderStatus],
+  )) {
+    await applyStatus(db, messageId, {
+      status: p.status as ProviderStatus,
+      occurredAt: p.occurred_at,
+      receivedAt: p.received_at,
+      errorCode: p.error_code,
+      errorMessage: p.error_message,
+    });
+  }
+  await db.deleteFrom('pending_statuses').where('provider_message_id', '=', providerMessageId).execute();
+  return pending.length;
+}
+
+const windowQuery = precompiled((db) =>
+  db
+    .selectFrom('messaging_windows')
+    .select('last_inbound_at')
+    .where('number_id', '=', slot<string>(0))
+    .where('user_phone', '=', slot<string>(1)),
+);
+
+export async function isWindowOpen(db: Kysely<DB>, numberId: string, userPhone: string, now: number): Promise<boolean> {
+  const row = (await windowQuery(db, [numberId, userPhone])).rows[0];
+  return row !== undefined && now - Number(row.last_inbound_at) <= WINDOW_MS;
+}
+
+/** Opens or renews the window; an older message delivered late does not shorten it. */
+export async function openWindow(db: Kysely<DB>, numberId: string, userPhone: string, at: number): Promise<void> {
+  await db
+    .insertInto('messaging_windows')
+    .values({ number_id: numberId, user_phone: userPhone, last_inbound_at: at })
+    .onConflict((oc) =>
+      oc.columns(['number_id', 'user_phone']).doUpdateSet({
+        last_inbound_at: sql<number>`case when excluded.last_inbound_at > messaging_windows.last_inbound_at then excluded.last_inbound_at else messaging_windows.last_inbound_at end`,
+      }),
+    )
+    .execute();
+}
+
+export async function findMessage(
+  db: Kysely<DB>,
+  orgId: string,
+  idOrProviderId: string,
+): Promise<{ message: MessageTable; statuses: MessageStatusTable[] } | undefined> {
+  const column = idOrProviderId.startsWith('msg_') ? 'id' : 'provider_message_id';
+  const message = await db
+    .selectFrom('messages')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where(column, '=', idOrProviderId)
+    .executeTakeFirst();
+  if (!message) return undefined;
+  const statuses = await db
+    .selectFrom('message_statuses')
+    .selectAll()
+    .where('message_id', '=', message.id)
+    .orderBy('occurred_at')
+    .orderBy('received_at')
+    .execute();
+  return { message, statuses };
+}

@@ -1,0 +1,70 @@
+/** Tables of the messaging feature (migration 0003-messaging). */
+export interface MessagingNumberTable {
+  id: string;
+  org_id: string;
+  /** E.164, e.g. +14155550100. */
+  phone: string;
+  provider: 'sandbox' | 'cloud';
+  /** The provider's numeric ID of the number. */
+  phone_number_id: string;
+  /** AES-256-GCM sealed access token (`v1.<iv>.<tag>.<ciphertext>`, base64url), or null for the sandbox. */
+  access_token_enc: string | null;
+  created_at: number;
+}
+
+export interface MessageTable {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  number_id: string;
+  to_phone: string;
+  type: 'template' | 'message';
+  template_name: string | null;
+  /** The provider's `wamid.` ID, set once the provider accepted the send. */
+  provider_message_id: string | null;
+  /** pending → accepted → sent → delivered → read, or failed; rejected / unconfirmed when the send failed. */
+  status: string;
+  /** Order of `status`, so that statuses only move forward (failed is highest: final). */
+  status_rank: number;
+  error_code: number | null;
+  error_message: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface MessageStatusTable {
+  message_id: string;
+  status: string;
+  /** Provider timestamp (ms). */
+  occurred_at: number;
+  received_at: number;
+  error_code: number | null;
+  error_message: string | null;
+}
+
+/** Statuses that arrived before their message was stored, applied when it is. */
+export interface PendingStatusTable {
+  provider_message_id: string;
+  status: string;
+  occurred_at: number;
+  received_at: number;
+  error_code: number | null;
+  error_message: string | null;
+}
+
+export interface InboundMessageTable {
+  provider_message_id: string;
+  org_id: string;
+  number_id: string;
+  from_phone: string;
+  text: string | null;
+  sent_at: number;
+  received_at: number;
+}
+
+/** The 24-hour window: last time a user wrote to a number. */
+export interface MessagingWindowTable {
+  number_id: string;
+  user_phone: string;
+  last_inbound_at: number;
+}

@@ -1,0 +1,72 @@
+import type { Logger } from 'pino';
+import type { Config, Region } from '../config.js';
+import type { Database } from '../db/database.js';
+import { createSecretBox, type SecretBox, secretKeyOf, webhookAppSecretOf } from '../numbers/secret-box.js';
+import { type Sandbox, startSandbox } from '../sandbox/sandbox.js';
+import { clearSandboxAddress, writeSandboxAddress } from '../sandbox/sandbox-address.js';
+import type { Clock } from '../shared/clock.js';
+import { useSqliteStatements } from './precompiled.js';
+import { createCloudProvider, type MessagingProvider } from './provider.js';
+import { WebhookProcessor } from './webhook.service.js';
+
+/** The messaging parts of a region's context. */
+export interface Messaging {
+  readonly provider: MessagingProvider;
+  /** The in-process sandbox, when no provider base address is configured. */
+  readonly sandbox: Sandbox | undefined;
+  readonly webhooks: WebhookProcessor;
+  readonly secrets: SecretBox;
+  readonly appSecret: string;
+  /** Called once the region's server listens: the sandbox sends its webhooks there. */
+  attachServer(url: string): void;
+  close(): Promise<void>;
+}
+
+export async function createMessaging(
+  config: Config,
+  region: Region,
+  database: Database,
+  clock: Clock,
+  logger: Logger,
+): Promise<Messaging> {
+  const m = config.messaging;
+  const secrets = createSecretBox(secretKeyOf(m.secretKey, config.dataDir));
+  const appSecret = webhookAppSecretOf(m.webhookAppSecret, config.dataDir);
+  const sandbox = m.providerBaseUrl
+    ? undefined
+    : await startSandbox({
+        clock,
+        appSecret,
+        templates: m.sandboxTemplates,
+        statusDelayMs: m.sandboxStatusDelayMs,
+        onError: (err, what) => logger.warn({ err, what }, 'sandbox could not deliver a webhook'),
+      });
+  const provider = createCloudProvider({
+    baseUrl: m.providerBaseUrl ?? sandbox?.url ?? '',
+    version: m.providerApiVersion,
+    timeoutMs: m.providerTimeoutMs,
+  });
+  if (database.sqlite) useSqliteStatements(database.db, database.sqlite);
+  const webhooks = new WebhookProcessor(database.db, clock, logger);
+  let attached = false;
+  return {
+    provider,
+    sandbox,
+    webhooks,
+    secrets,
+    appSecret,
+    attachServer(url) {
+      if (!sandbox) return;
+      sandbox.setWebhookUrl(`${url}/webhooks/msgapp`);
+      // So that `parley sandbox inbound` finds this sandbox on its ephemeral port.
+      attached = true;
+      writeSandboxAddress(config.dataDir, region, sandbox.url);
+    },
+    async close() {
+      if (sandbox && attached) clearSandboxAddress(config.dataDir, region, sandbox.url);
+      await sandbox?.close();
+      await webhooks.idle();
+      await provider.close();
+    },
+  };
+}

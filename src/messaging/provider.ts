@@ -1,0 +1,139 @@
+import { Agent, request } from 'undici';
+
+/** What Parley asks the provider to send, already validated and normalized. */
+export interface ProviderSend {
+  readonly phoneNumberId: string;
+  readonly accessToken: string;
+  /** E.164 recipient. */
+  readonly to: string;
+  readonly content:
+    | { readonly kind: 'text'; readonly text: string }
+    | {
+        readonly kind: 'template';
+        readonly name: string;
+        readonly language: string;
+        readonly header: readonly string[];
+        readonly body: readonly string[];
+      };
+  /** Our own message ID; comes back on every status webhook of the message. */
+  readonly callbackData: string;
+}
+
+/**
+ * How the provider answered. `rejected` and `throttled` are the caller's business (400);
+ * `config` (bad token) and `unavailable` (unreachable, timeout, 5xx) are ours (502).
+ */
+export type ProviderResult =
+  | { readonly ok: true; readonly messageId: string }
+  | {
+      readonly ok: false;
+      readonly kind: 'rejected' | 'throttled' | 'config' | 'unavailable';
+      readonly code: number | null;
+      readonly message: string;
+    };
+
+export interface MessagingProvider {
+  send(input: ProviderSend): Promise<ProviderResult>;
+  close(): Promise<void>;
+}
+
+export interface CloudProviderOptions {
+  readonly baseUrl: string;
+  readonly version: string;
+  readonly timeoutMs: number;
+}
+
+const THROTTLE_CODES = new Set([130429, 131056, 4, 80007]);
+const CONFIG_CODES = new Set([190, 0]);
+const TROUBLE_CODES = new Set([1, 2, 131000, 131016, 131057]);
+
+interface ProviderErrorBody {
+  error?: { message?: unknown; code?: unknown; error_data?: { details?: unknown } };
+  messages?: { id?: unknown }[];
+}
+
+/** Classifies a provider error by its `error.code`, the HTTP status only as a fallback. */
+export function classifyProviderError(httpStatus: number, body: ProviderErrorBody | undefined): ProviderResult {
+  const code = typeof body?.error?.code === 'number' ? body.error.code : null;
+  const details = body?.error?.error_data?.details;
+  const message =
+    typeof details === 'string' ? details : typeof body?.error?.message === 'string' ? body.error.message : '';
+  if (code !== null) {
+    if (THROTTLE_CODES.has(code)) return { ok: false, kind: 'throttled', code, message };
+    if (CONFIG_CODES.has(code)) return { ok: false, kind: 'config', code, message };
+    if (TROUBLE_CODES.has(code) || httpStatus >= 500) {
+      return { ok: false, kind: 'unavailable', code, message: `HTTP ${httpStatus}, code ${code}` };
+    }
+    return { ok: false, kind: 'rejected', code, message };
+  }
+  if (httpStatus === 429) return { ok: false, kind: 'throttled', code, message };
+  if (httpStatus === 401) return { ok: false, kind: 'config', code, message };
+  if (httpStatus >= 400 && httpStatus < 500) return { ok: false, kind: 'rejected', code, message };
+  return { ok: false, kind: 'unavailable', code, message: message || `HTTP ${httpStatus}` };
+}
+
+/** The provider's wire body of a send. */
+export function toWireBody(input: ProviderSend): Record<string, unknown> {
+  const common = {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to: input.to,
+    biz_opaque_callback_data: input.callbackData,
+  };
+  const c = input.content;
+  if (c.kind === 'text') return { ...common, type: 'text', text: { preview_url: false, body: c.text } };
+  const param = (text: string) => ({ type: 'text', text });
+  const components: Record<string, unknown>[] = [];
+  if (c.header.length > 0) components.push({ type: 'header', parameters: c.header.map(param) });
+  if (c.body.length > 0) components.push({ type: 'body', parameters: c.body.map(param) });
+  return {
+    ...common,
+    type: 'template',
+    template: { name: c.name, language: { code: c.language }, ...(components.length ? { components } : {}) },
+  };
+}
+
+/** The Cloud API adapter; the sandbox speaks the same wire format, so it serves both. */
+export function createCloudProvider(options: CloudProviderOptions): MessagingProvider {
+  // One keep-alive pool per origin; sends never pipeline so one slow answer blocks nothing else.
+  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1 });
+  const base = options.baseUrl.replace(/\/$/, '');
+  return {
+    async send(input) {
+      const url = `${base}/${options.version}/${encodeURIComponent(input.phoneNumberId)}/messages`;
+      let status: number;
+      let parsed: ProviderErrorBody | undefined;
+      try {
+        const res = await request(url, {
+          method: 'POST',
+          dispatcher,
+          headers: { authorization: `Bearer ${input.accessToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify(toWireBody(input)),
+          signal: AbortSignal.timeout(options.timeoutMs),
+        });
+        status = res.statusCode;
+        const text = await res.body.text();
+        try {
+          parsed = text ? (JSON.parse(text) as ProviderErrorBody) : undefined;
+        } catch {
+          parsed = undefined;
+        }
+      } catch (err) {
+        const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
+        return {
+          ok: false,
+          kind: 'unavailable',
+          code: null,
+          message: timedOut ? `no answer within ${options.timeoutMs} ms` : 'could not be reached',
+        };
+      }
+      const id = parsed?.messages?.[0]?.id;
+      if (status >= 200 && status < 300 && typeof id === 'string') return { ok: true, messageId: id };
+      if (status >= 200 && status < 300) {
+        return { ok: false, kind: 'unavailable', code: null, message: 'answered without a message ID' };
+      }
+      return classifyProviderError(status, parsed);
+    },
+    close: () => dispatcher.close(),
+  };
+}

@@ -1,0 +1,65 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError } from '../config.js';
+
+/** AES-256-GCM sealing of provider access tokens at rest. */
+export interface SecretBox {
+  seal(plain: string): string;
+  open(sealed: string): string;
+}
+
+function parseKey(raw: string, where: string): Buffer {
+  const text = raw.trim();
+  const key = /^[0-9a-fA-F]{64}$/.test(text) ? Buffer.from(text, 'hex') : Buffer.from(text, 'base64');
+  if (key.length !== 32) throw new ConfigError(`${where} must hold 32 bytes, base64 or hex`);
+  return key;
+}
+
+/**
+ * A secret from configuration, or else one generated once into the data folder (mode 0600) so
+ * that a fresh install works with no configuration and keeps working across restarts.
+ */
+export function loadOrCreateSecretFile(dataDir: string, fileName: string, make: () => string): string {
+  const file = join(dataDir, fileName);
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  try {
+    writeFileSync(file, `${make()}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    // Another process created it first: use theirs.
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  chmodSync(file, 0o600);
+  return readFileSync(file, 'utf8').trim();
+}
+
+export function secretKeyOf(configured: string | undefined, dataDir: string): Buffer {
+  if (configured) return parseKey(configured, 'PARLEY_SECRET_KEY');
+  const raw = loadOrCreateSecretFile(dataDir, 'secret.key', () => randomBytes(32).toString('base64'));
+  return parseKey(raw, join(dataDir, 'secret.key'));
+}
+
+export function webhookAppSecretOf(configured: string | undefined, dataDir: string): string {
+  return configured ?? loadOrCreateSecretFile(dataDir, 'webhook-app-secret', () => randomBytes(24).toString('hex'));
+}
+
+export function createSecretBox(key: Buffer): SecretBox {
+  return {
+    seal(plain) {
+      const iv = randomBytes(12);
+      const cipher = createCipheriv('aes-256-gcm', key, iv);
+      const data = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+      return ['v1', iv, cipher.getAuthTag(), data]
+        .map((p) => (typeof p === 'string' ? p : p.toString('base64url')))
+        .join('.');
+    },
+    open(sealed) {
+      const [version, iv, tag, data] = sealed.split('.');
+      if (version !== 'v1' || !iv || !tag || data === undefined) throw new Error('sealed secret has an unknown format');
+      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
+    },
+  };
+}

@@ -1,0 +1,405 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Agent, request } from 'undici';
+import type { SandboxTemplate } from '../config.js';
+import type { Clock } from '../shared/clock.js';
+
+/**
+ * A stand-in for the messaging provider: a real HTTP server speaking the Cloud API wire format,
+ * so the adapter talks to it exactly as to the provider. It keeps its own 24-hour windows (from the
+ * inbound messages it delivered), answers magic recipients with the provider's errors, and sends
+ * signed status webhooks (sent, delivered, read) after every accepted send.
+ */
+export interface Sandbox {
+  readonly url: string;
+  /** Where webhooks go, e.g. http://127.0.0.1:3000/webhooks/msgapp. */
+  setWebhookUrl(url: string): void;
+  /** Delivers a signed inbound text message webhook and opens the sandbox's own window. */
+  deliverInbound(input: SandboxInbound): Promise<{ messageId: string }>;
+  /** Resolves once every scheduled webhook has been delivered (or given up). */
+  idle(): Promise<void>;
+  /** The last wire requests received (newest last), for tests. */
+  readonly received: readonly SandboxRequest[];
+  close(): Promise<void>;
+}
+
+export interface SandboxInbound {
+  readonly phoneNumberId: string;
+  /** The business number, E.164. */
+  readonly displayPhoneNumber: string;
+  /** The user, E.164. */
+  readonly from: string;
+  readonly text: string;
+  readonly name?: string;
+}
+
+export interface SandboxRequest {
+  readonly path: string;
+  readonly authorization: string | undefined;
+  readonly body: unknown;
+}
+
+export interface SandboxOptions {
+  readonly clock: Clock;
+  readonly appSecret: string;
+  readonly templates?: readonly SandboxTemplate[];
+  /** Pause before each status webhook; 0 sends them on the next turn of the event loop. */
+  readonly statusDelayMs?: number;
+  readonly webhookUrl?: string;
+  readonly port?: number;
+  readonly host?: string;
+  readonly onError?: (err: unknown, what: string) => void;
+}
+
+export const BUILT_IN_TEMPLATES: readonly SandboxTemplate[] = [
+  { name: 'hello_world', language: 'en_US', header: 0, body: 0 },
+  { name: 'order_update', language: 'en_US', header: 1, body: 2 },
+];
+
+/** Recipients with a fixed answer, to exercise error paths. */
+export const MAGIC_NUMBERS = {
+  notOnApp: '+15005550001',
+  throttled: '+15005550002',
+  serverError: '+15005550003',
+} as const;
+
+const WINDOW_MS = 24 * 60 * 60 * 1000;
+const MAX_BODY = 1024 * 1024;
+const digits = (phone: string) => phone.replace(/\D/g, '');
+
+/** JSON as the provider signs it: non-ASCII escaped as \uXXXX. */
+export function providerJson(value: unknown): string {
+  return JSON.stringify(value).replace(
+    /[\u007f-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+export function signBody(appSecret: string, body: string | Buffer): string {
+  return `sha256=${createHmac('sha256', appSecret).update(body).digest('hex')}`;
+}
+
+interface WireError {
+  status: number;
+  code: number;
+  message: string;
+  details?: string;
+}
+
+const wireError = (e: WireError) => ({
+  error: {
+    message: `(#${e.code}) ${e.message}`,
+    type: 'OAuthException',
+    code: e.code,
+    ...(e.details ? { error_data: { messaging_product: 'whatsapp', details: e.details } } : {}),
+    fbtrace_id: `sandbox${randomBytes(6).toString('hex')}`,
+  },
+});
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
+  const { clock, appSecret } = options;
+  const templates = [...BUILT_IN_TEMPLATES, ...(options.templates ?? [])];
+  const delayMs = options.statusDelayMs ?? 0;
+  const onError = options.onError ?? (() => {});
+  let webhookUrl = options.webhookUrl;
+  /** Set on close: scheduled webhooks are dropped instead of retried against a server going away. */
+  let closing = false;
+  /** (phone_number_id, user digits) → last inbound time. */
+  const windows = new Map<string, number>();
+  const displayNumbers = new Map<string, string>();
+  const inFlight = new Set<Promise<void>>();
+  const received: SandboxRequest[] = [];
+  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
+  const nowSeconds = () => String(Math.floor(clock.now() / 1000));
+
+  async function postWebhook(payload: Json): Promise<number> {
+    if (!webhookUrl) throw new Error('the sandbox has no webhook address yet');
+    const body = providerJson(payload);
+    const res = await request(webhookUrl, {
+      method: 'POST',
+      dispatcher,
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': signBody(appSecret, body) },
+      body,
+      signal: AbortSignal.timeout(10_000),
+    });
+    await res.body.dump();
+    return res.statusCode;
+  }
+
+  function envelope(phoneNumberId: string, value: Json): Json {
+    return {
+      object: 'whatsapp_business_account',
+      entry: [
+        {
+          id: 'sandbox-waba',
+          changes: [
+            {
+              field: 'messages',
+              value: {
+                messaging_product: 'whatsapp',
+                metadata: {
+                  display_phone_number: digits(displayNumbers.get(phoneNumberId) ?? ''),
+                  phone_number_id: phoneNumberId,
+                },
+                ...value,
+              },
+            },
+          ],
+        },
+      ],
+    };
+  }
+
+  function track(work: Promise<void>): void {
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work));
+  }
+
+  const pause = () =>
+    new Promise<void>((resolve) => (delayMs > 0 ? setTimeout(resolve, delayMs) : setImmediate(resolve)));
+
+  async function deliverWithRetry(payload: Json, what: string): Promise<void> {
+    for (let attempt = 1; attempt <= 3 && !closing; attempt++) {
+      try {
+        const status = await postWebhook(payload);
+        if (status === 200) return;
+        if (attempt === 3) onError(new Error(`webhook answered ${status}`), what);
+      } catch (err) {
+        if (attempt === 3) onError(err, what);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+
+  function scheduleStatuses(phoneNumberId: string, wamid: string, to: string, callbackData: string | undefined) {
+    if (!webhookUrl) return;
+    track(
+      (async () => {
+        for (const status of ['sent', 'delivered', 'read'] as const) {
+          await pause();
+          if (closing) return;
+          const payload = envelope(phoneNumberId, {
+            statuses: [
+              {
+                id: wamid,
+                status,
+                timestamp: nowSeconds(),
+                recipient_id: digits(to),
+                ...(callbackData !== undefined ? { biz_opaque_callback_data: callbackData } : {}),
+              },
+            ],
+          });
+          await deliverWithRetry(payload, `${status} status of ${wamid}`);
+        }
+      })(),
+    );
+  }
+
+  function checkSend(phoneNumberId: string, body: Json): WireError | { to: string } {
+    if (body.messaging_product !== 'whatsapp') {
+      return { status: 400, code: 100, message: 'Invalid parameter', details: 'messaging_product must be whatsapp' };
+    }
+    if (typeof body.to !== 'string' || digits(body.to).length < 7) {
+      return { status: 400, code: 100, message: 'Invalid parameter', details: 'to must be a phone number' };
+    }
+    const to = `+${digits(body.to)}`;
+    if (to === MAGIC_NUMBERS.notOnApp) {
+      return {
+        status: 400,
+        code: 131026,
+        message: 'Message undeliverable',
+        details: 'The recipient is not a user of the messaging app.',
+      };
+    }
+    if (to === MAGIC_NUMBERS.throttled) {
+      return {
+        status: 429,
+        code: 130429,
+        message: 'Rate limit hit',
+        details: 'Cloud API message throughput has been reached.',
+      };
+    }
+    if (to === MAGIC_NUMBERS.serverError) return { status: 500, code: 1, message: 'An unknown error occurred' };
+    if (body.type === 'text') {
+      const text = isObject(body.text) ? body.text.body : undefined;
+      if (typeof text !== 'string' || text.length === 0 || text.length > 4096) {
+        return {
+          status: 400,
+          code: 131009,
+          message: 'Parameter value is not valid',
+          details: 'text.body: 1 to 4096 characters',
+        };
+      }
+      const last = windows.get(`${phoneNumberId}:${digits(to)}`);
+      if (last === undefined || clock.now() - last > WINDOW_MS) {
+        return {
+          status: 400,
+          code: 131047,
+          message: 'Re-engagement message',
+          details:
+            'Message failed to send because more than 24 hours have passed since the customer last replied to this number.',
+        };
+      }
+      return { to };
+    }
+    if (body.type === 'template') {
+      const t = isObject(body.template) ? body.template : {};
+      const language = isObject(t.language) ? t.language.code : undefined;
+      const known = templates.find((k) => k.name === t.name && k.language === language);
+      if (!known) {
+        return {
+          status: 404,
+          code: 132001,
+          message: 'Template name does not exist in the translation',
+          details: `template name (${String(t.name)}) does not exist in ${String(language)}`,
+        };
+      }
+      const components = Array.isArray(t.components) ? t.components.filter(isObject) : [];
+      const count = (type: string) => {
+        const c = components.find((x) => x.type === type);
+        return Array.isArray(c?.parameters) ? c.parameters.length : 0;
+      };
+      for (const part of ['header', 'body'] as const) {
+        if (count(part) !== known[part]) {
+          return {
+            status: 400,
+            code: 132000,
+            message: 'Number of parameters does not match the expected number of params',
+            details: `${part}: number of localizable_params (${count(part)}) does not match the expected number of params (${known[part]})`,
+          };
+        }
+      }
+      return { to };
+    }
+    return {
+      status: 400,
+      code: 131009,
+      message: 'Parameter value is not valid',
+      details: 'type must be text or template',
+    };
+  }
+
+  async function readBody(req: IncomingMessage): Promise<unknown> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > MAX_BODY) throw new Error('body too large');
+      chunks.push(chunk as Buffer);
+    }
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  }
+
+  function send(res: ServerResponse, status: number, body: unknown): void {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0] ?? '/';
+    if (req.method === 'GET' && path === '/sandbox/health') return send(res, 200, { status: 'ok' });
+    const match = /^\/(v\d+\.\d+)\/(\d+)\/messages$/.exec(path);
+    if (req.method !== 'POST' || (!match && path !== '/sandbox/inbound')) {
+      return send(res, 404, wireError({ status: 404, code: 100, message: 'Unknown path components' }));
+    }
+    let body: unknown;
+    try {
+      body = await readBody(req);
+    } catch {
+      return send(res, 400, wireError({ status: 400, code: 100, message: 'Invalid JSON body' }));
+    }
+    if (!isObject(body)) return send(res, 400, wireError({ status: 400, code: 100, message: 'Invalid JSON body' }));
+
+    if (path === '/sandbox/inbound') {
+      const { phone_number_id, display_phone_number, from, text, name } = body;
+      if (typeof phone_number_id !== 'string' || typeof from !== 'string' || typeof text !== 'string') {
+        return send(res, 400, { error: 'phone_number_id, from and text are required strings' });
+      }
+      try {
+        const out = await deliverInbound({
+          phoneNumberId: phone_number_id,
+          displayPhoneNumber: typeof display_phone_number === 'string' ? display_phone_number : '',
+          from,
+          text,
+          ...(typeof name === 'string' ? { name } : {}),
+        });
+        return send(res, 200, out);
+      } catch (err) {
+        return send(res, 502, { error: err instanceof Error ? err.message : 'delivery failed' });
+      }
+    }
+
+    const phoneNumberId = match?.[2] ?? '';
+    const authorization = req.headers.authorization;
+    received.push({ path, authorization, body });
+    if (received.length > 200) received.shift();
+    if (!authorization || !/^Bearer \S+$/.test(authorization)) {
+      return send(res, 401, wireError({ status: 401, code: 190, message: 'Invalid OAuth access token' }));
+    }
+    const checked = checkSend(phoneNumberId, body);
+    if ('code' in checked) return send(res, checked.status, wireError(checked));
+    const wamid = `wamid.${randomBytes(24).toString('base64url')}`;
+    send(res, 200, {
+      messaging_product: 'whatsapp',
+      contacts: [{ input: body.to, wa_id: digits(checked.to) }],
+      messages: [{ id: wamid }],
+    });
+    const callback = typeof body.biz_opaque_callback_data === 'string' ? body.biz_opaque_callback_data : undefined;
+    scheduleStatuses(phoneNumberId, wamid, checked.to, callback);
+  }
+
+  async function deliverInbound(input: SandboxInbound): Promise<{ messageId: string }> {
+    const messageId = `wamid.${randomBytes(24).toString('base64url')}`;
+    if (input.displayPhoneNumber) displayNumbers.set(input.phoneNumberId, input.displayPhoneNumber);
+    windows.set(`${input.phoneNumberId}:${digits(input.from)}`, clock.now());
+    const payload = envelope(input.phoneNumberId, {
+      contacts: [{ profile: { name: input.name ?? '' }, wa_id: digits(input.from) }],
+      messages: [
+        { from: digits(input.from), id: messageId, timestamp: nowSeconds(), type: 'text', text: { body: input.text } },
+      ],
+    });
+    const status = await postWebhook(payload);
+    if (status !== 200) throw new Error(`Parley's webhook answered ${status}`);
+    return { messageId };
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      onError(err, 'sandbox request');
+      if (!res.headersSent) send(res, 500, wireError({ status: 500, code: 1, message: 'An unknown error occurred' }));
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  return {
+    url: `http://${host}:${address.port}`,
+    setWebhookUrl(url) {
+      webhookUrl = url;
+    },
+    deliverInbound,
+    async idle() {
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+    },
+    received,
+    async close() {
+      closing = true;
+      await Promise.allSettled([...inFlight]);
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      await dispatcher.close();
+    },
+  };
+}
