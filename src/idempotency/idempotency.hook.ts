@@ -1,0 +1,107 @@
+import { type TSchema, Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
+import type { AppContext } from '../context.js';
+import { principalOf } from '../http/auth.js';
+import { completeClaim, releaseClaim } from './idempotency.repository.js';
+import {
+  type Claim,
+  claimIdempotencyKey,
+  parseIdempotencyKey,
+  purgeExpiredKeys,
+  requestHash,
+} from './idempotency.service.js';
+
+/**
+ * `Idempotency-Key` on a route, as two hooks around its handler:
+ *
+ *   const idem = idempotency(ctx, 'POST /api/channels/send');
+ *   app.post(path, { onRequest: [...], preHandler: idem.preHandler, onSend: idem.onSend, ... }, handler)
+ *
+ * `preHandler` (after authentication and body validation) claims the key or answers the stored
+ * response with `Idempotent-Replayed: true`, so the handler does not run again. `onSend` stores
+ * what the handler answered before it reaches the caller, so an immediate retry replays it.
+ *
+ * Stored outcomes: every 2xx and 4xx the handler answers (a provider rejection too: sending the
+ * same body again would be rejected again). A 5xx (provider unreachable, internal error) is not
+ * stored: the claim is released so the caller may retry with the same key. Requests refused
+ * before the handler (401, 403, 429, a body that breaks the schema) never claim the key.
+ */
+export interface IdempotencyHooks {
+  readonly preHandler: preHandlerHookHandler;
+  readonly onSend: onSendHookHandler;
+}
+
+export const REPLAYED_HEADER = 'idempotent-replayed';
+
+/** How often a process deletes expired keys (on the next keyed request, so no timer to stop). */
+const PURGE_EVERY_MS = 10 * 60 * 1000;
+
+export function idempotency(ctx: Pick<AppContext, 'db' | 'clock' | 'logger'>, operation: string): IdempotencyHooks {
+  const claims = new WeakMap<FastifyRequest, Claim>();
+  let lastPurge = Number.NEGATIVE_INFINITY;
+
+  async function idempotencyPreHandler(request: FastifyRequest, reply: FastifyReply) {
+    const key = parseIdempotencyKey(request.headers['idempotency-key']);
+    if (key === undefined) return;
+    const principal = principalOf(request);
+    const now = ctx.clock.now();
+    if (now - lastPurge >= PURGE_EVERY_MS) {
+      lastPurge = now;
+      await purgeExpiredKeys(ctx.db, ctx.clock);
+    }
+    const outcome = await claimIdempotencyKey(ctx.db, ctx.clock, {
+      orgId: principal.orgId,
+      key,
+      requestHash: requestHash(operation, request.body, principal.scope === 'agent' ? principal.agentId : null),
+    });
+    if (outcome.kind === 'claimed') {
+      claims.set(request, outcome.claim);
+      return;
+    }
+    reply
+      .code(outcome.status)
+      .header('content-type', 'application/json; charset=utf-8')
+      .header(REPLAYED_HEADER, 'true');
+    return reply.send(outcome.body);
+  }
+
+  async function idempotencyOnSend(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
+    const claim = claims.get(request);
+    if (!claim) return payload;
+    claims.delete(request);
+    try {
+      if (reply.statusCode < 500 && typeof payload === 'string') {
+        await completeClaim(ctx.db, claim, { status: reply.statusCode, body: payload });
+      } else {
+        await releaseClaim(ctx.db, claim);
+      }
+    } catch (err) {
+      // The response still goes out; the claim stays in flight until it is considered abandoned.
+      request.log.error({ err }, 'could not record the outcome of an idempotent request');
+    }
+    return payload;
+  }
+
+  return { preHandler: idempotencyPreHandler, onSend: idempotencyOnSend };
+}
+
+/** The request header, for a route's `schema.headers`. */
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      description:
+        'Makes the request safe to retry: 1 to 255 visible ASCII characters, unique per operation (a UUID ' +
+        'works). The same key with the same body within 24 hours replays the first response (with ' +
+        '`Idempotent-Replayed: true`) without sending again; with another body: 422; while the first is ' +
+        'still in flight: 409. Keys are scoped to the organization.',
+    }),
+  ),
+});
+
+/** Response header of a replayed response, for the route's OpenAPI entry. */
+export const IDEMPOTENCY_RESPONSE_HEADERS: Record<string, TSchema> = {
+  'Idempotent-Replayed': Type.String({
+    enum: ['true'],
+    description: '`true` when this is the stored response of an earlier request with the same Idempotency-Key.',
+  }),
+};

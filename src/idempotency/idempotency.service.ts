@@ -1,0 +1,116 @@
+import { createHash } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.js';
+import type { Clock } from '../shared/clock.js';
+import { AppError } from '../shared/errors.js';
+import { deleteOlderThan, findClaim, insertClaim, isUniqueViolation, takeOverClaim } from './idempotency.repository.js';
+
+/** How long a finished key replays its response; after that the key may be used afresh. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * An in-flight claim older than this belongs to a process that died mid-request (a send gives
+ * up on the provider after its timeout, seconds), so it stops blocking the key. If that process
+ * had already reached the provider, a retry after this point may send a second time: the price
+ * of not locking a key for 24 hours after a crash.
+ */
+export const IDEMPOTENCY_STALE_IN_FLIGHT_MS = 5 * 60 * 1000;
+
+/** RFC 9110 visible characters (VCHAR), at most 255. */
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+
+export const INVALID_IDEMPOTENCY_KEY = 'The Idempotency-Key header must be 1 to 255 visible ASCII characters.';
+
+export interface Claim {
+  readonly orgId: string;
+  readonly key: string;
+  readonly createdAt: number;
+}
+
+export type ClaimOutcome =
+  | { readonly kind: 'claimed'; readonly claim: Claim }
+  | { readonly kind: 'replay'; readonly status: number; readonly body: string };
+
+/** Validates the header value; `undefined` when the header is absent. */
+export function parseIdempotencyKey(value: string | string[] | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !KEY_PATTERN.test(value))
+    throw new AppError('INVALID_BODY', INVALID_IDEMPOTENCY_KEY);
+  return value;
+}
+
+/** JSON with object keys sorted at every level, so key order does not change the hash. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v ?? null)).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/**
+ * Hash of what the key stands for: the operation, the agent an agent-scoped key is bound to (its
+ * sends omit `convId`, so one body means another agent for another agent key), and the
+ * canonical body.
+ */
+export function requestHash(operation: string, body: unknown, boundAgentId: string | null = null): string {
+  return createHash('sha256')
+    .update(`${operation}\n${boundAgentId ?? ''}\n`)
+    .update(canonicalJson(body))
+    .digest('hex');
+}
+
+/** Deletes keys past their 24 hours; a claim takes an expired row over anyway, this only bounds the table. */
+export async function purgeExpiredKeys(db: Kysely<DB>, clock: Clock): Promise<void> {
+  await deleteOlderThan(db, clock.now() - IDEMPOTENCY_TTL_MS);
+}
+
+/**
+ * Claims `key` for one request of `orgId`, never by read-then-write: the INSERT is the claim,
+ * and a unique violation means the key exists. Then, in this order:
+ *  - expired (older than 24 h) or an abandoned in-flight claim: taken over by compare-and-set;
+ *  - another body (hash): 422 IDEMPOTENCY_MISMATCH;
+ *  - still in flight: 409 IDEMPOTENCY_IN_FLIGHT;
+ *  - done: the stored response, to replay.
+ */
+export async function claimIdempotencyKey(
+  db: Kysely<DB>,
+  clock: Clock,
+  input: { orgId: string; key: string; requestHash: string },
+): Promise<ClaimOutcome> {
+  // A few rounds cover a row released or taken over between our INSERT and our SELECT.
+  for (let round = 0; round < 4; round++) {
+    const now = clock.now();
+    try {
+      await insertClaim(db, { ...input, createdAt: now });
+      return { kind: 'claimed', claim: { orgId: input.orgId, key: input.key, createdAt: now } };
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+    }
+    const row = await findClaim(db, input.orgId, input.key);
+    if (!row) continue;
+    const expired = row.created_at <= now - IDEMPOTENCY_TTL_MS;
+    const abandoned = row.state === 'in_flight' && row.created_at <= now - IDEMPOTENCY_STALE_IN_FLIGHT_MS;
+    if (expired || abandoned) {
+      if (await takeOverClaim(db, row, { requestHash: input.requestHash, createdAt: now })) {
+        return { kind: 'claimed', claim: { orgId: input.orgId, key: input.key, createdAt: now } };
+      }
+      continue;
+    }
+    if (row.request_hash !== input.requestHash) {
+      throw new AppError(
+        'IDEMPOTENCY_MISMATCH',
+        'This Idempotency-Key was already used with a different request body; use a new key for a new request.',
+      );
+    }
+    if (row.state === 'in_flight' || row.response_status === null || row.response_body === null) break;
+    return { kind: 'replay', status: row.response_status, body: row.response_body };
+  }
+  throw new AppError(
+    'IDEMPOTENCY_IN_FLIGHT',
+    'A request with this Idempotency-Key is still in progress; retry once it has finished.',
+  );
+}

@@ -1,0 +1,208 @@
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+
+/**
+ * Limits of the trigger and channel send endpoints: one counter per API key and one per
+ * organization, both checked on every request.
+ *
+ * Algorithm: a fixed window per counter, opened by the first request of the counter and lasting
+ * the window (60 s). A refused request never extends the window, so every counter is back to
+ * zero at most 60 s after any refusal: the `Retry-After: 60` the spec mandates is always enough
+ * for the limit that refused to have room again. A sliding window gives the same guarantee with
+ * smoother edges, but costs a sorted set per counter in Redis; a fixed window is one integer with
+ * a TTL, updated atomically by one Lua call, which keeps a shared Redis cheap at thousands of
+ * sends per second. The price is the classic burst at a window edge (up to twice the limit
+ * across two adjacent windows), acceptable for a per-minute abuse guard.
+ *
+ * Store: in memory with one process; in Redis when `REDIS_URL` is set, so several processes share
+ * the counters. If Redis cannot be reached the limiter falls back to the in-memory counters of
+ * the process (limits then hold per process instead of across processes) and logs a warning,
+ * rather than refusing every send because the limiter is down, or letting them all through.
+ */
+
+export const WINDOW_SECONDS = 60;
+
+export type LimitName = 'key' | 'org';
+
+export interface LimitState {
+  readonly name: LimitName;
+  readonly quota: number;
+  readonly remaining: number;
+  /** Seconds until this counter starts afresh. */
+  readonly resetSeconds: number;
+}
+
+export interface RateLimitDecision {
+  readonly allowed: boolean;
+  /** The limit that refused the request, or the most constraining one when allowed. */
+  readonly binding: LimitState;
+  /** Value of the `RateLimit-Policy` header. */
+  readonly policyHeader: string;
+  /** Value of the `RateLimit` header. */
+  readonly rateLimitHeader: string;
+  /** Seconds to send in `Retry-After` when refused. */
+  readonly retryAfterSeconds: number;
+}
+
+/** What a rate-limited route needs: one check per request, and a way to let go of resources. */
+export interface SendRateLimiter {
+  readonly windowSeconds: number;
+  /** Resolves once the shared store is connected, or has failed to connect (then: memory). */
+  ready(): Promise<void>;
+  consume(subject: { keyId: string; orgId: string }): Promise<RateLimitDecision>;
+  close(): Promise<void>;
+}
+
+export interface SendRateLimiterOptions {
+  readonly perKey: number;
+  readonly perOrg: number;
+  readonly region: string;
+  readonly logger: Logger;
+  readonly redisUrl?: string | undefined;
+  /** Prefix of every Redis key, e.g. `parley` → `parley:us:rl:key:<keyId>`. */
+  readonly redisPrefix?: string;
+  /** Window length. Production always uses 60 s; tests shorten it to watch a window end. */
+  readonly windowSeconds?: number;
+}
+
+interface Counter {
+  readonly name: LimitName;
+  readonly quota: number;
+  readonly memory: RateLimiterMemory;
+  readonly redis: RateLimiterRedis | undefined;
+}
+
+const WARN_EVERY_MS = 30_000;
+
+export function createSendRateLimiter(options: SendRateLimiterOptions): SendRateLimiter {
+  const windowSeconds = options.windowSeconds ?? WINDOW_SECONDS;
+  const prefix = `${options.redisPrefix ?? 'parley'}:${options.region}:rl`;
+  const redis = options.redisUrl
+    ? new Redis(options.redisUrl, {
+        // Fail fast instead of queueing commands while disconnected: a send must not wait on Redis.
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        commandTimeout: 500,
+        connectTimeout: 2_000,
+        lazyConnect: false,
+      })
+    : undefined;
+  let lastWarning = 0;
+  const warn = (err: unknown) => {
+    const now = Date.now();
+    if (now - lastWarning < WARN_EVERY_MS) return;
+    lastWarning = now;
+    options.logger.warn(
+      { err },
+      'rate limit store (Redis) unreachable; counting in this process only until it is back',
+    );
+  };
+  // ioredis reports connection errors as events; without a listener they would be thrown.
+  redis?.on('error', warn);
+
+  const counter = (name: LimitName, quota: number): Counter => ({
+    name,
+    quota,
+    memory: new RateLimiterMemory({ points: quota, duration: windowSeconds, keyPrefix: `${prefix}:${name}` }),
+    redis: redis
+      ? new RateLimiterRedis({
+          storeClient: redis,
+          points: quota,
+          duration: windowSeconds,
+          keyPrefix: `${prefix}:${name}`,
+          rejectIfRedisNotReady: true,
+        })
+      : undefined,
+  });
+  const perKey = counter('key', options.perKey);
+  const perOrg = counter('org', options.perOrg);
+  const policyHeader = `"key";q=${perKey.quota};w=${windowSeconds}, "org";q=${perOrg.quota};w=${windowSeconds}`;
+
+  /** Consumes one point; `refused` when over the limit. Store errors fall back to memory. */
+  async function take(c: Counter, id: string): Promise<{ res: RateLimiterRes; refused: boolean }> {
+    const attempt = async (limiter: RateLimiterAbstract) => {
+      try {
+        return { res: await limiter.consume(id), refused: false };
+      } catch (rejection) {
+        if (rejection instanceof RateLimiterRes) return { res: rejection, refused: true };
+        throw rejection;
+      }
+    };
+    if (c.redis) {
+      try {
+        return await attempt(c.redis);
+      } catch (err) {
+        warn(err);
+      }
+    }
+    return attempt(c.memory);
+  }
+
+  async function refund(c: Counter, id: string): Promise<void> {
+    try {
+      await (c.redis ?? c.memory).reward(id, 1);
+    } catch (err) {
+      warn(err);
+    }
+  }
+
+  const state = (c: Counter, res: RateLimiterRes, refused: boolean): LimitState => ({
+    name: c.name,
+    quota: c.quota,
+    remaining: refused ? 0 : Math.max(0, res.remainingPoints),
+    resetSeconds: Math.max(1, Math.min(windowSeconds, Math.ceil(res.msBeforeNext / 1000))),
+  });
+
+  const decide = (allowed: boolean, binding: LimitState): RateLimitDecision => ({
+    allowed,
+    binding,
+    policyHeader,
+    rateLimitHeader: `"${binding.name}";r=${binding.remaining};t=${binding.resetSeconds}`,
+    retryAfterSeconds: windowSeconds,
+  });
+
+  return {
+    windowSeconds,
+    async ready() {
+      if (!redis || redis.status === 'ready') return;
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          redis.off('ready', done);
+          redis.off('error', done);
+          resolve();
+        };
+        const timer = setTimeout(done, 3_000);
+        redis.once('ready', done);
+        redis.once('error', done);
+      });
+    },
+    async consume({ keyId, orgId }) {
+      const key = await take(perKey, keyId);
+      // A request the key limit refuses does not touch the organization's counter, so one noisy
+      // key cannot use up the budget of the organization's other keys.
+      if (key.refused) return decide(false, state(perKey, key.res, true));
+      const org = await take(perOrg, orgId);
+      if (org.refused) {
+        // Nor does a request the organization refuses count against its key.
+        await refund(perKey, keyId);
+        return decide(false, state(perOrg, org.res, true));
+      }
+      const k = state(perKey, key.res, false);
+      const o = state(perOrg, org.res, false);
+      const binding = o.remaining < k.remaining || (o.remaining === k.remaining && o.resetSeconds > k.resetSeconds);
+      return decide(true, binding ? o : k);
+    },
+    async close() {
+      if (!redis) return;
+      redis.removeAllListeners('error');
+      redis.on('error', () => {});
+      try {
+        await redis.quit();
+      } catch {
+        redis.disconnect();
+      }
+    },
+  };
+}
