@@ -1,0 +1,440 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openWindow } from '../src/messaging/message.repository.js';
+import { addNumber, assignNumber } from '../src/numbers/number.service.js';
+import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
+import { expectMatchesContract } from './helpers/contract.js';
+import { makeAgent, makeKey, makeTenant } from './helpers/factories.js';
+import {
+  closedPort,
+  createMessagingApp,
+  type MessagingTestApp,
+  makeSendingTenant,
+  randomPhone,
+  startFakeProvider,
+  templateSend,
+  textSend,
+} from './helpers/messaging.js';
+
+type Tenant = Awaited<ReturnType<typeof makeSendingTenant>>;
+
+describe.each(DIALECTS)('POST /api/channels/send (%s)', (dialect) => {
+  let t: MessagingTestApp;
+  let tenant: Tenant;
+  beforeAll(async () => {
+    t = await createMessagingApp(dialect);
+    tenant = await makeSendingTenant(t.ctx);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  const send = (payload: unknown, headers: Record<string, string> = tenant.agentKey.auth) =>
+    t.app.inject({ method: 'POST', url: '/api/channels/send', headers, payload: payload as Record<string, unknown> });
+
+  const expectError = (res: Awaited<ReturnType<typeof send>>, status: number, error: string | RegExp) => {
+    expect(res.statusCode).toBe(status);
+    const body = res.json();
+    expect(body.success).toBe(false);
+    if (typeof error === 'string') expect(body.error).toBe(error);
+    else expect(body.error).toMatch(error);
+    expect(Object.keys(body).sort()).toEqual(['error', 'success']);
+    expectMatchesContract(t.app, 'POST', '/api/channels/send', res);
+  };
+
+  it('sends a template from the agent number and answers with the provider message ID', async () => {
+    const res = await send(templateSend());
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({
+      success: true,
+      messageType: 'template',
+      channel: 'msgapp',
+      messageId: expect.stringMatching(/^wamid\./),
+    });
+    expectMatchesContract(t.app, 'POST', '/api/channels/send', res);
+  });
+
+  it('maps template parameters to provider components and normalizes `to` to E.164', async () => {
+    const res = await send({
+      channel: 'msgapp',
+      to: '+1 (650) 555-0123',
+      type: 'template',
+      template: {
+        name: 'order_update',
+        language: 'en_US',
+        parameters: { header: ['Hi Alex'], body: ['Alex', 'A12345'] },
+      },
+    });
+    expect(res.statusCode).toBe(200);
+    const wire = t.sandbox.received.at(-1);
+    expect(wire?.path).toBe(`/v25.0/${tenant.number.phoneNumberId}/messages`);
+    expect(wire?.authorization).toMatch(/^Bearer \S+/);
+    expect(wire?.body).toMatchObject({
+      messaging_product: 'whatsapp',
+      to: '+16505550123',
+      type: 'template',
+      biz_opaque_callback_data: expect.stringMatching(/^msg_/),
+      template: {
+        name: 'order_update',
+        language: { code: 'en_US' },
+        components: [
+          { type: 'header', parameters: [{ type: 'text', text: 'Hi Alex' }] },
+          {
+            type: 'body',
+            parameters: [
+              { type: 'text', text: 'Alex' },
+              { type: 'text', text: 'A12345' },
+            ],
+          },
+        ],
+      },
+    });
+    const stored = await t.ctx.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('provider_message_id', '=', res.json().messageId)
+      .executeTakeFirstOrThrow();
+    expect(stored).toMatchObject({
+      org_id: tenant.org.id,
+      agent_id: tenant.agent.id,
+      number_id: tenant.number.id,
+      to_phone: '+16505550123',
+      type: 'template',
+      template_name: 'order_update',
+    });
+  });
+
+  it('rule 6: an agent key without convId uses its own agent; with its own convId too', async () => {
+    expect((await send(templateSend(tenant.agent.id))).statusCode).toBe(200);
+  });
+
+  it('an organization key with convId sends', async () => {
+    expect((await send(templateSend(tenant.agent.id), tenant.orgKey.auth)).statusCode).toBe(200);
+  });
+
+  it('rule 1: an agent without a messaging number is 400', async () => {
+    const bare = await makeAgent(t.ctx, tenant.org.id);
+    expectError(
+      await send(templateSend(bare.id), tenant.orgKey.auth),
+      400,
+      `Agent '${bare.id}' has no messaging number assigned, so it cannot send messages.`,
+    );
+  });
+
+  it('rule 2: a channel other than msgapp is 400', async () => {
+    expectError(
+      await send({ ...templateSend(), channel: 'sms' }),
+      400,
+      "Unsupported channel 'sms'; the only allowed value is 'msgapp'.",
+    );
+    expectError(await send({ ...templateSend(), channel: 'MSGAPP' }), 400, /only allowed value is 'msgapp'/);
+  });
+
+  it('rule 3: missing or invalid fields are 400, each with a sentence naming the field', async () => {
+    const { to: _to, ...noTo } = templateSend();
+    expectError(await send(noTo), 400, "Invalid body: 'to' is required.");
+    const { channel: _c, ...noChannel } = templateSend();
+    expectError(await send(noChannel), 400, "Invalid body: 'channel' is required.");
+    const { type: _t, ...noType } = templateSend();
+    expectError(await send(noType), 400, "Invalid body: 'type' is required.");
+    expectError(await send({ ...templateSend(), type: 'sms' }), 400, /'type' must be/);
+    expectError(await send({ ...templateSend(), to: 14155550100 }), 400, "Invalid body: 'to' must be a string.");
+    expectError(await send({ ...templateSend(), extra: 1 }), 400, "Invalid body: unknown field 'extra'.");
+    expectError(
+      await send({ ...templateSend(), to: '4155550100' }),
+      400,
+      /'to' must be a valid phone number in international format/,
+    );
+    expectError(await send({ ...templateSend(), to: '+1555' }), 400, /'to' must be a valid phone number/);
+    expectError(
+      await send({ ...templateSend(), template: { name: 'hello_world', language: 'en' } }),
+      400,
+      "'template.language' must be a language code of the form xx_XX, such as en_US; got 'en'.",
+    );
+    expectError(
+      await send({ ...templateSend(), template: { language: 'en_US' } }),
+      400,
+      "Invalid body: 'template.name' is required.",
+    );
+    expectError(
+      await send({
+        ...templateSend(),
+        template: { name: 'hello_world', language: 'en_US', parameters: { body: [1] } },
+      }),
+      400,
+      "Invalid body: 'template.parameters.body.0' must be a string.",
+    );
+    expectError(await send(textSend(undefined, randomPhone(), '')), 400, "'message.text' must not be empty.");
+    expectError(
+      await send(textSend(undefined, randomPhone(), 'x'.repeat(4097))),
+      400,
+      "'message.text' is 4097 characters long; the most is 4096.",
+    );
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/channels/send',
+      headers: { ...tenant.agentKey.auth, 'content-type': 'application/json' },
+      payload: '{"channel":',
+    });
+    expectError(res, 400, 'The request body is not valid JSON.');
+  });
+
+  it('rule 4: a type without its matching object is 400', async () => {
+    expectError(
+      await send({ channel: 'msgapp', to: randomPhone(), type: 'template' }),
+      400,
+      "A send with type 'template' needs a 'template' object with 'name' and 'language'.",
+    );
+    expectError(
+      await send({ channel: 'msgapp', to: randomPhone(), type: 'message' }),
+      400,
+      "A send with type 'message' needs a 'message' object with 'text'.",
+    );
+    expectError(
+      await send({
+        channel: 'msgapp',
+        to: randomPhone(),
+        type: 'message',
+        template: { name: 'hello_world', language: 'en_US' },
+      }),
+      400,
+      /needs a 'message' object/,
+    );
+  });
+
+  it('rule 5: an organization key without convId is 400', async () => {
+    expectError(
+      await send(templateSend(), tenant.orgKey.auth),
+      400,
+      "'convId' is required with an organization key: name the agent whose number sends the message.",
+    );
+  });
+
+  it("rule 6: an agent key naming another agent is 403, even one that doesn't exist", async () => {
+    expectError(await send(templateSend(tenant.other.id)), 403, 'This API key is bound to another agent.');
+    expectError(await send(templateSend('agt_doesnotexist')), 403, 'This API key is bound to another agent.');
+  });
+
+  it("rule 7: no agent in the organization matching convId is 404 (another organization's agent too)", async () => {
+    expectError(
+      await send(templateSend('agt_doesnotexist'), tenant.orgKey.auth),
+      404,
+      "No agent with ID 'agt_doesnotexist' in this organization.",
+    );
+    const stranger = await makeSendingTenant(t.ctx);
+    expectError(await send(templateSend(stranger.agent.id), tenant.orgKey.auth), 404, /No agent with ID/);
+  });
+
+  it('authentication and permission come first: 401 without a key, 403 without Channels', async () => {
+    expectError(await send(templateSend(), {}), 401, /Missing Authorization header/);
+    const noChannels = await makeKey(t.ctx, tenant.org.id, { permissions: ['triggers'] });
+    expectError(
+      await send(templateSend(tenant.agent.id), noChannels.auth),
+      403,
+      'This API key lacks the Channels permission.',
+    );
+  });
+
+  it('rule 8: provider rejections are 400 with a sentence saying why', async () => {
+    expectError(
+      await send({ ...templateSend(), template: { name: 'no_such_template', language: 'en_US' } }),
+      400,
+      "The provider rejected the message: template 'no_such_template' does not exist in language 'en_US' or is not approved.",
+    );
+    expectError(
+      await send({ ...templateSend(), template: { name: 'hello_world', language: 'fr_FR' } }),
+      400,
+      /template 'hello_world' does not exist in language 'fr_FR'/,
+    );
+    expectError(
+      await send({
+        ...templateSend(),
+        template: { name: 'order_update', language: 'en_US', parameters: { header: ['Hi'], body: ['only one'] } },
+      }),
+      400,
+      /^The provider rejected the message: the number of template parameters does not match the template \(body: number of localizable_params \(1\) does not match the expected number of params \(2\)\)\.$/,
+    );
+    expectError(
+      await send(templateSend(undefined, '+15005550001')),
+      400,
+      'The provider rejected the message: +15005550001 cannot receive it, it is not a user of the messaging app.',
+    );
+    expectError(
+      await send(templateSend(undefined, '+15005550002')),
+      400,
+      'The provider refused the message because a sending rate limit was reached (code 130429); retry later with backoff.',
+    );
+  });
+
+  it("rule 8: the sandbox's own window check (131047) is a 400 too", async () => {
+    // Parley believes the window is open; the provider does not.
+    const to = randomPhone();
+    await openWindow(t.ctx.db, tenant.number.id, to, t.ctx.clock.now());
+    expectError(
+      await send(textSend(undefined, to)),
+      400,
+      `The provider rejected the message: more than 24 hours have passed since ${to} last wrote to this number; send a template instead.`,
+    );
+  });
+
+  it('a provider answering HTTP 500 is 502, and the send is made exactly once', async () => {
+    const before = t.sandbox.received.filter((r) => (r.body as { to?: string }).to === '+15005550003').length;
+    expectError(
+      await send(templateSend(undefined, '+15005550003')),
+      502,
+      /^The messaging provider could not be reached or failed \(.*\); the message was not retried\.$/,
+    );
+    const after = t.sandbox.received.filter((r) => (r.body as { to?: string }).to === '+15005550003').length;
+    expect(after - before).toBe(1);
+  });
+
+  it('rejected and failed sends are stored with why, and a status is never invented for them', async () => {
+    const rows = await t.ctx.db
+      .selectFrom('messages')
+      .select(['status', 'error_code', 'provider_message_id'])
+      .where('org_id', '=', tenant.org.id)
+      .where('to_phone', 'in', ['+15005550001', '+15005550003'])
+      .execute();
+    expect(rows).toEqual(
+      expect.arrayContaining([
+        { status: 'rejected', error_code: 131026, provider_message_id: null },
+        { status: 'unconfirmed', error_code: 1, provider_message_id: null },
+      ]),
+    );
+  });
+});
+
+describe.each(DIALECTS)('POST /api/channels/send against other providers (%s)', (dialect) => {
+  async function appWithProvider(baseUrl: string, extraEnv: Record<string, string> = {}) {
+    const t = await createTestApp(dialect, { env: { PARLEY_PROVIDER_BASE_URL: baseUrl, ...extraEnv } });
+    const tenant = await makeTenant(t.ctx);
+    const number = await addNumber(t.ctx.db, t.ctx.clock, t.ctx.messaging.secrets, {
+      orgId: tenant.org.id,
+      phone: randomPhone(),
+      provider: 'cloud',
+      phoneNumberId: '106540352242922',
+      accessToken: 'EAAG-secret-token',
+    });
+    await assignNumber(t.ctx.db, tenant.org.id, tenant.agent.id, number.phone);
+    return { t, tenant, number };
+  }
+  const sendWith = (t: TestApp, auth: Record<string, string>, payload: unknown) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/api/channels/send',
+      headers: auth,
+      payload: payload as Record<string, unknown>,
+    });
+
+  it('speaks the Cloud API: version in the path, the decrypted token as Bearer, the message ID back', async () => {
+    const provider = await startFakeProvider(() => ({
+      status: 200,
+      body: {
+        messaging_product: 'whatsapp',
+        contacts: [{ input: '+1', wa_id: '1' }],
+        messages: [{ id: 'wamid.FIXED1' }],
+      },
+    }));
+    const { t, tenant } = await appWithProvider(provider.url, { PARLEY_PROVIDER_API_VERSION: 'v21.0' });
+    try {
+      expect(t.ctx.messaging.sandbox).toBeUndefined();
+      const res = await sendWith(t, tenant.agentKey.auth, templateSend());
+      expect(res.statusCode).toBe(200);
+      expect(res.json().messageId).toBe('wamid.FIXED1');
+      expect(provider.requests[0]?.authorization).toBe('Bearer EAAG-secret-token');
+      const stored = await t.ctx.db
+        .selectFrom('messaging_numbers')
+        .select('access_token_enc')
+        .executeTakeFirstOrThrow();
+      expect(stored.access_token_enc).not.toContain('EAAG');
+      // Only the sandbox offers the inbound helper.
+      const inbound = await t.app.inject({
+        method: 'POST',
+        url: '/api/sandbox/inbound',
+        headers: tenant.agentKey.auth,
+        payload: { from: '+14155550100', text: 'hi' },
+      });
+      expect(inbound.statusCode).toBe(404);
+    } finally {
+      await t.close();
+      await provider.close();
+    }
+  });
+
+  it('classifies by error.code, not HTTP status: a throttle in a 400 is a rejection; a bad token is 502', async () => {
+    let code = 131056;
+    const provider = await startFakeProvider(() => ({
+      status: code === 190 ? 401 : 400,
+      body: { error: { message: 'x', type: 'OAuthException', code } },
+    }));
+    const { t, tenant } = await appWithProvider(provider.url);
+    try {
+      const throttled = await sendWith(t, tenant.agentKey.auth, templateSend());
+      expect(throttled.statusCode).toBe(400);
+      expect(throttled.json().error).toMatch(/rate limit was reached \(code 131056\)/);
+      code = 190;
+      const badToken = await sendWith(t, tenant.agentKey.auth, templateSend());
+      expect(badToken.statusCode).toBe(502);
+      expect(badToken.json()).toEqual({
+        success: false,
+        error:
+          "The messaging provider refused this number's credentials; an administrator must check its access token.",
+      });
+      expect(badToken.body).not.toContain('EAAG');
+    } finally {
+      await t.close();
+      await provider.close();
+    }
+  });
+
+  it('an access token that no longer opens (secret key changed) is 502, and the provider is not called', async () => {
+    const provider = await startFakeProvider(() => ({ status: 200, body: { messages: [{ id: 'wamid.X' }] } }));
+    const { t, tenant, number } = await appWithProvider(provider.url);
+    try {
+      await t.ctx.db
+        .updateTable('messaging_numbers')
+        .set({ access_token_enc: 'v1.AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA.AAAA' })
+        .where('id', '=', number.id)
+        .execute();
+      const res = await sendWith(t, tenant.agentKey.auth, templateSend());
+      expect(res.statusCode).toBe(502);
+      expect(res.json().error).toMatch(/unusable credentials/);
+      expect(provider.requests).toHaveLength(0);
+    } finally {
+      await t.close();
+      await provider.close();
+    }
+  });
+
+  it('an unreachable provider is 502', async () => {
+    const { t, tenant } = await appWithProvider(`http://127.0.0.1:${await closedPort()}`);
+    try {
+      const res = await sendWith(t, tenant.agentKey.auth, templateSend());
+      expect(res.statusCode).toBe(502);
+      expect(res.json()).toEqual({
+        success: false,
+        error:
+          'The messaging provider could not be reached or failed (could not be reached); the message was not retried.',
+      });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a provider that does not answer within the timeout is 502, tried once', async () => {
+    const provider = await startFakeProvider(() => 'hang');
+    const { t, tenant } = await appWithProvider(provider.url, { PARLEY_PROVIDER_TIMEOUT_MS: '300' });
+    try {
+      const started = Date.now();
+      const res = await sendWith(t, tenant.agentKey.auth, templateSend());
+      expect(res.statusCode).toBe(502);
+      expect(res.json().error).toBe(
+        'The messaging provider could not be reached or failed (no answer within 300 ms); the message was not retried.',
+      );
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(provider.requests).toHaveLength(1);
+    } finally {
+      await t.close();
+      await provider.close();
+    }
+  });
+});

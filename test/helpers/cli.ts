@@ -1,0 +1,149 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const MAIN = 'src/cli/main.ts';
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as JSON (throws with the output when it is not JSON). */
+  json<T = unknown>(): T;
+}
+
+/** Environment for a child process: this test's database, and nothing of the caller's database settings. */
+export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(base)) {
+    if (/^(DATABASE_URL|PARLEY_|PORT$|LOG_LEVEL$)/.test(name)) delete base[name];
+  }
+  return { ...base, NODE_NO_WARNINGS: '1', ...env };
+}
+
+/** Runs the real `parley` command (from source, through tsx) and collects its output. */
+export function runCli(args: readonly string[], env: Record<string, string>, timeoutMs = 30_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+      cwd: ROOT,
+      env: childEnv(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString();
+    });
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`parley ${args.join(' ')} timed out\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({
+        code,
+        stdout,
+        stderr,
+        json<T>() {
+          try {
+            return JSON.parse(stdout) as T;
+          } catch {
+            throw new Error(`parley ${args.join(' ')} did not print JSON.\nstdout: ${stdout}\nstderr: ${stderr}`);
+          }
+        },
+      });
+    });
+  });
+}
+
+/** A port nobody listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** The first of `count` consecutive free ports (for `--regions`, which listens on N..N+count-1). */
+export async function freePortRange(count: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const first = 20_000 + Math.floor(Math.random() * 40_000);
+    let ok = true;
+    for (let i = 0; i < count && ok; i++) ok = await portIsFree(first + i);
+    if (ok) return first;
+  }
+  throw new Error(`no ${count} consecutive free ports found`);
+}
+
+export interface ServeProcess {
+  readonly child: ChildProcess;
+  /** Everything the process printed so far. */
+  output(): string;
+  /** Sends SIGTERM and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `parley serve ... --json` as a child process and waits for its ready line. */
+export function startServe(args: readonly string[], env: Record<string, string>, timeoutMs = 30_000) {
+  return new Promise<ServeProcess & { ready: { regions: { region: string; url: string; baseUrl: string }[] } }>(
+    (resolve, reject) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', '--json', ...args], {
+        cwd: ROOT,
+        env: childEnv({ LOG_LEVEL: 'warn', ...env }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let settled = false;
+      const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+      const timer = setTimeout(() => {
+        if (settled) return;
+        settled = true;
+        child.kill('SIGKILL');
+        reject(new Error(`parley serve did not become ready:\n${out}`));
+      }, timeoutMs);
+      const onData = (d: Buffer) => {
+        out += d.toString();
+        if (settled) return;
+        const line = out.split('\n').find((l) => l.startsWith('{"ready":true'));
+        if (!line) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve({
+          child,
+          ready: JSON.parse(line),
+          output: () => out,
+          async stop(signal: NodeJS.Signals = 'SIGTERM') {
+            if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+            return exited;
+          },
+        });
+      };
+      child.stdout?.on('data', onData);
+      child.stderr?.on('data', onData);
+      child.on('exit', (code) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        reject(new Error(`parley serve exited with ${code} before it was ready:\n${out}`));
+      });
+    },
+  );
+}

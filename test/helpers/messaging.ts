@@ -1,0 +1,201 @@
+import { randomInt } from 'node:crypto';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { AppContext } from '../../src/context.js';
+import { addNumber, assignNumber } from '../../src/numbers/number.service.js';
+import type { Sandbox } from '../../src/sandbox/sandbox.js';
+import { providerJson, signBody } from '../../src/sandbox/sandbox.js';
+import { createTestApp, type TestApp, type TestAppOptions, type TestDialect } from './app.js';
+import { makeAgent, makeKey, makeTenant } from './factories.js';
+
+export interface MessagingTestApp extends TestApp {
+  /** Parley's own address (it listens on an ephemeral port so the sandbox can call its webhook). */
+  readonly url: string;
+  readonly sandbox: Sandbox;
+  /** Waits until the sandbox has sent every webhook and Parley has processed them. */
+  settle(): Promise<void>;
+}
+
+export interface MessagingAppOptions extends TestAppOptions {
+  /** false: the sandbox sends no webhooks (tests that post statuses themselves). */
+  webhooks?: boolean;
+}
+
+/** A test app listening for real, with the in-process sandbox pointed at its webhook. */
+export async function createMessagingApp(
+  dialect: TestDialect,
+  options: MessagingAppOptions = {},
+): Promise<MessagingTestApp> {
+  const t = await createTestApp(dialect, options);
+  const sandbox = t.ctx.messaging.sandbox;
+  if (!sandbox) throw new Error('the messaging tests expect the built-in sandbox');
+  const url = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  if (options.webhooks !== false) sandbox.setWebhookUrl(`${url}/webhooks/msgapp`);
+  return {
+    ...t,
+    url,
+    sandbox,
+    async settle() {
+      await sandbox.idle();
+      await t.ctx.messaging.webhooks.idle();
+    },
+  };
+}
+
+/** A random, valid US number (650 area code, exchange 2xx-9xx). */
+export function randomPhone(): string {
+  return `+1650${randomInt(2, 10)}${String(randomInt(0, 1_000_000)).padStart(6, '0')}`;
+}
+
+export async function makeNumber(ctx: AppContext, orgId: string, phone = randomPhone()) {
+  return addNumber(ctx.db, ctx.clock, ctx.messaging.secrets, { orgId, phone });
+}
+
+/** A paid organization whose agent has a sandbox number; plus a second agent in the same org. */
+export async function makeSendingTenant(ctx: AppContext) {
+  const tenant = await makeTenant(ctx);
+  const number = await makeNumber(ctx, tenant.org.id);
+  await assignNumber(ctx.db, tenant.org.id, tenant.agent.id, number.phone);
+  const other = await makeAgent(ctx, tenant.org.id);
+  const otherKey = await makeKey(ctx, tenant.org.id, { scope: 'agent', agentId: other.id, permissions: ['channels'] });
+  return { ...tenant, number, other, otherKey };
+}
+
+export const templateSend = (convId?: string, to = randomPhone()) => ({
+  channel: 'msgapp',
+  to,
+  type: 'template',
+  ...(convId ? { convId } : {}),
+  template: { name: 'hello_world', language: 'en_US' },
+});
+
+export const textSend = (convId: string | undefined, to: string, text = 'Hello there') => ({
+  channel: 'msgapp',
+  to,
+  type: 'message',
+  ...(convId ? { convId } : {}),
+  message: { text },
+});
+
+/** A webhook body signed as the provider would sign it. */
+export function signedWebhook(appSecret: string, payload: unknown): { body: string; headers: Record<string, string> } {
+  const body = providerJson(payload);
+  return {
+    body,
+    headers: { 'content-type': 'application/json', 'x-hub-signature-256': signBody(appSecret, body) },
+  };
+}
+
+export function statusPayload(
+  phoneNumberId: string,
+  statuses: { id: string; status: string; timestamp: number; errors?: unknown[]; callback?: string }[],
+) {
+  return {
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: 'waba',
+        changes: [
+          {
+            field: 'messages',
+            value: {
+              messaging_product: 'whatsapp',
+              metadata: { display_phone_number: '16505550000', phone_number_id: phoneNumberId },
+              statuses: statuses.map((s) => ({
+                id: s.id,
+                status: s.status,
+                timestamp: String(Math.floor(s.timestamp / 1000)),
+                recipient_id: '16505550123',
+                ...(s.errors ? { errors: s.errors } : {}),
+                ...(s.callback ? { biz_opaque_callback_data: s.callback } : {}),
+              })),
+            },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+type FakeAnswer = { status: number; body?: unknown } | 'hang';
+
+/** A stand-in provider with scripted answers, for what the sandbox cannot do (fixed IDs, hangs). */
+export async function startFakeProvider(
+  answer: (body: Record<string, unknown>, req: IncomingMessage) => FakeAnswer | Promise<FakeAnswer>,
+): Promise<{
+  url: string;
+  requests: { body: Record<string, unknown>; authorization: string | undefined }[];
+  close(): Promise<void>;
+}> {
+  const requests: { body: Record<string, unknown>; authorization: string | undefined }[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>;
+      requests.push({ body, authorization: req.headers.authorization });
+      void Promise.resolve(answer(body, req)).then((out) => {
+        if (out === 'hang') return;
+        res.writeHead(out.status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(out.body ?? {}));
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A port nothing listens on. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+export function inboundPayload(
+  phoneNumberId: string,
+  from: string,
+  id: string,
+  text: string,
+  name = 'Ada',
+  at = Date.now(),
+) {
+  return {
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: 'waba',
+        changes: [
+          {
+            field: 'messages',
+            value: {
+              messaging_product: 'whatsapp',
+              metadata: { display_phone_number: '16505550000', phone_number_id: phoneNumberId },
+              contacts: [{ profile: { name }, wa_id: from.replace(/\D/g, '') }],
+              messages: [
+                {
+                  from: from.replace(/\D/g, ''),
+                  id,
+                  timestamp: String(Math.floor(at / 1000)),
+                  type: 'text',
+                  text: { body: text },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    ],
+  };
+}

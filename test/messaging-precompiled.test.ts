@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isWindowOpen, openWindow } from '../src/messaging/message.repository.js';
+import { precompiled, slot } from '../src/messaging/precompiled.js';
+import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
+
+const insertWindow = precompiled((db) =>
+  db.insertInto('messaging_windows').values({ number_id: slot(0), user_phone: slot(1), last_inbound_at: slot(2) }),
+);
+
+describe.each(DIALECTS)('precompiled queries (%s)', (dialect) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp(dialect);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('run with new values each time, and read back what they wrote', async () => {
+    await insertWindow(t.ctx.db, ['num_a', '+16505550001', 1000]);
+    await insertWindow(t.ctx.db, ['num_a', '+16505550002', 2000]);
+    expect(await isWindowOpen(t.ctx.db, 'num_a', '+16505550001', 1000 + 60_000)).toBe(true);
+    expect(await isWindowOpen(t.ctx.db, 'num_a', '+16505550003', 1000)).toBe(false);
+    await openWindow(t.ctx.db, 'num_a', '+16505550001', 500); // older: does not shorten it
+    expect(await isWindowOpen(t.ctx.db, 'num_a', '+16505550001', 1000 + 24 * 3600_000)).toBe(true);
+  });
+
+  it("never land inside another caller's transaction: a rollback there does not take them along", async () => {
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered: () => void = () => {};
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const trx = t.ctx.db
+      .transaction()
+      .execute(async (tx) => {
+        await tx
+          .insertInto('messaging_windows')
+          .values({ number_id: 'num_trx', user_phone: '+1', last_inbound_at: 1 })
+          .execute();
+        entered();
+        await held;
+        throw new Error('roll back');
+      })
+      .catch(() => undefined);
+    await inside;
+    const outside = insertWindow(t.ctx.db, ['num_outside', '+1', 1]);
+    release();
+    await Promise.all([trx, outside]);
+    const rows = await t.ctx.db
+      .selectFrom('messaging_windows')
+      .select('number_id')
+      .where('number_id', 'in', ['num_trx', 'num_outside'])
+      .execute();
+    expect(rows.map((r) => r.number_id)).toEqual(['num_outside']);
+  });
+});
