@@ -1,0 +1,313 @@
+/**
+ * End-user benchmarks, side by side with a bare node:http server answering a fixed JSON, in one run:
+ *   - authenticated GET /api/endusers/<id> at 50 connections;
+ *   - list page 1 against list page ~5,000 (cursors walked first);
+ *   - POST /api/endusers/batch of 1,000 new records, several runs: median and p95;
+ *   - the server's RSS under load (peak, sampled from /proc).
+ * The server runs as a child process (so the load generator does not share its event loop), on
+ * SQLite and, when DATABASE_URL is set, on PostgreSQL (a fresh schema, dropped afterwards).
+ *
+ *   npm run build && node --import tsx bench/endusers.ts --n 1000000 --duration 10 --dist
+ *   node --import tsx bench/endusers.ts --n 20000 --duration 3          # smoke run, server from src/
+ *
+ * Options: --n rows to seed (1,000,000), --duration seconds per load run (10), --connections (50),
+ * --batch-runs (15), --page target list page (5,000), --dist (serve from dist/, else src/ via tsx).
+ * Prints a Markdown table on stdout; progress on stderr.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { dropPostgresSchema } from '../src/db/database.js';
+import { seedEndUsers } from './seed-endusers.js';
+
+interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; average: number; max: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+interface AutocannonOptions {
+  url: string;
+  connections: number;
+  duration: number;
+  headers?: Record<string, string>;
+  requests?: { setupRequest?: (req: { path: string }) => { path: string } }[];
+}
+// autocannon ships no types; this is the part of its programmatic API used here.
+const autocannon = createRequire(import.meta.url)('autocannon') as (o: AutocannonOptions) => Promise<AutocannonResult>;
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const { values: args } = parseArgs({
+  options: {
+    n: { type: 'string', default: '1000000' },
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    'batch-runs': { type: 'string', default: '15' },
+    page: { type: 'string', default: '5000' },
+    dist: { type: 'boolean', default: false },
+  },
+});
+const N = Number(args.n);
+const DURATION = Number(args.duration);
+const CONNECTIONS = Number(args.connections);
+const BATCH_RUNS = Number(args['batch-runs']);
+const PAGE_SIZE = 50;
+const TARGET_PAGE = Math.max(2, Math.min(Number(args.page), Math.floor(N / PAGE_SIZE) - 1));
+
+const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(base)) if (/^(DATABASE_URL|PARLEY_|PORT$|LOG_LEVEL$)/.test(name)) delete base[name];
+  return { ...base, NODE_NO_WARNINGS: '1', ...env };
+}
+
+async function waitFor(url: string, child: ChildProcess, ms = 30_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+async function startParley(env: Record<string, string>): Promise<{ child: ChildProcess; base: string }> {
+  const port = await freePort();
+  const entry = args.dist ? ['dist/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
+  const child = spawn(process.execPath, [...entry, 'serve', '--port', String(port)], {
+    cwd: ROOT,
+    env: childEnv({ ...env, LOG_LEVEL: 'warn' }),
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  await waitFor(`${base}/api/health`, child);
+  return { child, base };
+}
+
+async function startBaseline(): Promise<{ child: ChildProcess; base: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts', '0'], {
+    cwd: ROOT,
+    env: childEnv({}),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout?.on('data', (d: Buffer) => {
+      const m = /listening (\d+)/.exec(d.toString());
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)));
+  });
+  return { child, base: `http://127.0.0.1:${port}` };
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+  });
+}
+
+/** Peak resident memory of a process while fn runs, in MB (Linux /proc). */
+async function peakRss<T>(pid: number | undefined, fn: () => Promise<T>): Promise<{ result: T; peakMb: number }> {
+  let peak = 0;
+  const sample = () => {
+    try {
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) peak = Math.max(peak, Number(m[1]) / 1024);
+    } catch {
+      // not on Linux, or gone
+    }
+  };
+  const timer = setInterval(sample, 200);
+  try {
+    const result = await fn();
+    sample();
+    return { result, peakMb: peak };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+async function load(url: string, options: Partial<AutocannonOptions> = {}): Promise<AutocannonResult> {
+  const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, ...options });
+  if (r.non2xx > 0 || r.errors > 0) log(`  warning: ${r.non2xx} non-2xx, ${r.errors} errors on ${url}`);
+  return r;
+}
+
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0;
+
+interface Figures {
+  seedMs: number;
+  baseline: AutocannonResult;
+  getById: AutocannonResult;
+  page1: AutocannonResult;
+  pageN: AutocannonResult;
+  walkMs: number;
+  batchMedian: number;
+  batchP95: number;
+  batchRuns: number;
+  rssMb: number;
+}
+
+async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-'));
+  const schema = `bench_${Date.now().toString(36)}`;
+  const env: Record<string, string> = { PARLEY_DATA_DIR: dataDir, PARLEY_REGION: 'us' };
+  if (dialect === 'postgres' && process.env.DATABASE_URL) {
+    env.DATABASE_URL = process.env.DATABASE_URL;
+    env.PARLEY_PG_SCHEMA = schema;
+  }
+  const children: ChildProcess[] = [];
+  try {
+    log(`${dialect}: seeding ${N} end users`);
+    const seed = await seedEndUsers(env, N);
+    log(`${dialect}: seeded in ${seed.ms} ms`);
+    const headers = { authorization: `Bearer ${seed.key}` };
+
+    const parley = await startParley(env);
+    children.push(parley.child);
+    const baseline = await startBaseline();
+    children.push(baseline.child);
+
+    // Sample IDs for GET by id, and the cursor of page TARGET_PAGE, walked through the API.
+    log(`${dialect}: walking ${TARGET_PAGE} list pages`);
+    const ids: string[] = [];
+    let cursor: string | null = null;
+    const walkStart = Date.now();
+    for (let page = 1; page < TARGET_PAGE; page++) {
+      const res = await fetch(`${parley.base}/api/endusers?limit=${PAGE_SIZE}${cursor ? `&cursor=${cursor}` : ''}`, {
+        headers,
+      });
+      const body = (await res.json()) as { data: { _id: string }[]; nextCursor: string | null };
+      if (page % Math.max(1, Math.floor(TARGET_PAGE / 20)) === 0) ids.push(...body.data.map((u) => u._id));
+      cursor = body.nextCursor;
+      if (!cursor) throw new Error(`ran out of pages at page ${page}`);
+    }
+    const walkMs = Date.now() - walkStart;
+    let next = 0;
+    const rotate = (prefix: string) => [
+      { setupRequest: (req: { path: string }) => ({ ...req, path: `${prefix}${ids[next++ % ids.length]}` }) },
+    ];
+
+    log(`${dialect}: baseline`);
+    const baselineResult = await load(`${baseline.base}/`);
+    log(`${dialect}: GET /api/endusers/<id>`);
+    const measured = await peakRss(parley.child.pid, async () => {
+      const getById = await load(`${parley.base}/api/endusers/x`, { headers, requests: rotate('/api/endusers/') });
+      log(`${dialect}: list page 1`);
+      const page1 = await load(`${parley.base}/api/endusers?limit=${PAGE_SIZE}`, { headers });
+      log(`${dialect}: list page ${TARGET_PAGE}`);
+      const pageN = await load(`${parley.base}/api/endusers?limit=${PAGE_SIZE}&cursor=${cursor}`, { headers });
+      return { getById, page1, pageN };
+    });
+
+    log(`${dialect}: ${BATCH_RUNS} batches of 1,000`);
+    const times: number[] = [];
+    for (let run = 0; run < BATCH_RUNS; run++) {
+      const endUsers = Array.from({ length: 1000 }, (_, i) => ({
+        name: `Batch ${run} ${i}`,
+        email: `batch.${run}.${i}.${Date.now()}@bench.example.com`,
+        phone: `+1415${String(5000000 + run * 1000 + i).padStart(7, '0')}`,
+        tags: ['batch'],
+      }));
+      const body = JSON.stringify({ origin: 'imported', endUsers });
+      const t0 = performance.now();
+      const res = await fetch(`${parley.base}/api/endusers/batch`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body,
+      });
+      const json = (await res.json()) as { created: number };
+      times.push(performance.now() - t0);
+      if (json.created !== 1000) log(`  warning: batch ${run} created ${json.created}`);
+    }
+    times.sort((a, b) => a - b);
+    return {
+      seedMs: seed.ms,
+      baseline: baselineResult,
+      ...measured.result,
+      walkMs,
+      batchMedian: quantile(times, 0.5),
+      batchP95: quantile(times, 0.95),
+      batchRuns: times.length,
+      rssMb: measured.peakMb,
+    };
+  } finally {
+    for (const c of children) await stop(c);
+    if (dialect === 'postgres' && process.env.DATABASE_URL) await dropPostgresSchema(process.env.DATABASE_URL, schema);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const dialects: ('sqlite' | 'postgres')[] = process.env.DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+const results = new Map<string, Figures>();
+for (const d of dialects) results.set(d, await runDialect(d));
+
+const f0 = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 0 });
+const f1 = (x: number) => x.toLocaleString('en-US', { maximumFractionDigits: 1 });
+const rows: [string, (f: Figures) => string][] = [
+  ['seed (rows / s)', (f) => f0((N / f.seedMs) * 1000)],
+  ['bare node:http: req/s', (f) => f0(f.baseline.requests.average)],
+  ['bare node:http: p50 / p99 ms', (f) => `${f.baseline.latency.p50} / ${f.baseline.latency.p99}`],
+  ['GET /api/endusers/<id>: req/s', (f) => f0(f.getById.requests.average)],
+  ['GET by id: share of bare req/s', (f) => `${f0((100 * f.getById.requests.average) / f.baseline.requests.average)}%`],
+  ['GET by id: p50 / p99 ms', (f) => `${f.getById.latency.p50} / ${f.getById.latency.p99}`],
+  ['list page 1: req/s', (f) => f0(f.page1.requests.average)],
+  ['list page 1: p50 / p99 ms', (f) => `${f.page1.latency.p50} / ${f.page1.latency.p99}`],
+  [`list page ${f0(TARGET_PAGE)}: req/s`, (f) => f0(f.pageN.requests.average)],
+  [`list page ${f0(TARGET_PAGE)}: p50 / p99 ms`, (f) => `${f.pageN.latency.p50} / ${f.pageN.latency.p99}`],
+  ['list p99, deep / page 1', (f) => `${f1(f.pageN.latency.p99 / Math.max(f.page1.latency.p99, 1))}x`],
+  [`walk to page ${f0(TARGET_PAGE)} (ms)`, (f) => f0(f.walkMs)],
+  ['batch of 1,000: median / p95 ms', (f) => `${f1(f.batchMedian)} / ${f1(f.batchP95)} (${f.batchRuns} runs)`],
+  ['server peak RSS under load (MB)', (f) => f0(f.rssMb)],
+  [
+    'non-2xx / errors during load',
+    (f) => {
+      const all = [f.getById, f.page1, f.pageN];
+      return `${all.reduce((n, r) => n + r.non2xx, 0)} / ${all.reduce((n, r) => n + r.errors + r.timeouts, 0)}`;
+    },
+  ],
+];
+const header = ['metric', ...dialects.map((d) => (d === 'sqlite' ? 'SQLite' : 'PostgreSQL'))];
+const lines = [
+  `End users: ${f0(N)} seeded, ${CONNECTIONS} connections, ${DURATION} s a run, server from ${args.dist ? 'dist/' : 'src/ (tsx)'}`,
+  '',
+  `| ${header.join(' | ')} |`,
+  `| ${header.map(() => '-').join(' | ')} |`,
+  ...rows.map(
+    ([label, get]) =>
+      `| ${label} | ${dialects
+        .map((d) => {
+          const f = results.get(d);
+          return f ? get(f) : '-';
+        })
+        .join(' | ')} |`,
+  ),
+];
+console.log(lines.join('\n'));

@@ -1,0 +1,347 @@
+/**
+ * Status webhook intake: signed `POST /webhooks/msgapp` bodies per second and the time to answer
+ * them, side by side with a bare node:http server, on SQLite and (when DATABASE_URL is set)
+ * PostgreSQL. Target: at least 3,000 webhooks/s with a median answer under 20 ms.
+ *
+ *   node --import tsx bench/webhooks.ts                  # 10 s per run, 50 connections
+ *   node --import tsx bench/webhooks.ts --duration 3     # smoke run
+ *   npm run build && node --import tsx bench/webhooks.ts --dist
+ *
+ * Parley (`parley serve`) sends `--messages` templates through a separate sandbox first, whose
+ * own status webhooks are discarded; the load then posts sent, delivered and read statuses of
+ * those messages, each signed with the app secret, cycling through them (after the first pass
+ * they are duplicates, which Parley must also acknowledge and ignore). Afterwards a sample of the
+ * messages is read back through GET /api/messages to check the statuses were applied.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { request } from 'undici';
+import { dropPostgresSchema } from '../src/db/database.js';
+
+interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; average: number; max: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+interface AutocannonRequest {
+  method?: string;
+  path?: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+interface AutocannonOptions {
+  url: string;
+  connections: number;
+  duration: number;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  requests?: { setupRequest?: (req: AutocannonRequest) => AutocannonRequest }[];
+}
+// autocannon ships no types; this is the part of its programmatic API used here.
+const autocannon = createRequire(import.meta.url)('autocannon') as (o: AutocannonOptions) => Promise<AutocannonResult>;
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    messages: { type: 'string', default: '1000' },
+    dist: { type: 'boolean', default: false },
+  },
+});
+const DURATION = Number(args.duration);
+const CONNECTIONS = Number(args.connections);
+const MESSAGES = Number(args.messages);
+const APP_SECRET = 'bench-app-secret';
+const ENTRY = args.dist ? ['dist/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
+const TARGET_RPS = 3000;
+const TARGET_P50_MS = 20;
+
+const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(base)) if (/^(DATABASE_URL|PARLEY_|PORT$|LOG_LEVEL$)/.test(name)) delete base[name];
+  return { ...base, NODE_NO_WARNINGS: '1', LOG_LEVEL: 'warn', ...env };
+}
+
+function start(argv: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, argv, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+async function waitFor(url: string, child: ChildProcess, ms = 30_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) throw new Error(`${url}: process exited with ${child.exitCode}`);
+    try {
+      const res = await request(url);
+      await res.body.dump();
+      if (res.statusCode < 500) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+  });
+}
+
+async function cli<T>(argv: string[], env: Record<string, string>): Promise<T> {
+  const child = start([...ENTRY, ...argv, '--json'], env);
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  if (code !== 0) throw new Error(`parley ${argv.join(' ')} failed`);
+  return JSON.parse(out) as T;
+}
+
+function statusBody(phoneNumberId: string, wamid: string, status: string, at: number): string {
+  return JSON.stringify({
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: 'bench-waba',
+        changes: [
+          {
+            field: 'messages',
+            value: {
+              messaging_product: 'whatsapp',
+              metadata: { display_phone_number: '16505550000', phone_number_id: phoneNumberId },
+              statuses: [
+                {
+                  id: wamid,
+                  status,
+                  timestamp: String(Math.floor(at / 1000)),
+                  recipient_id: '14155550100',
+                  conversation: { id: 'c1', origin: { type: 'utility' } },
+                  pricing: { billable: true, pricing_model: 'PMP', category: 'utility' },
+                },
+              ],
+            },
+          },
+        ],
+      },
+    ],
+  });
+}
+
+interface Row {
+  target: string;
+  rps: number;
+  p50: number;
+  p99: number;
+  failures: number;
+}
+
+async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]; applied: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-webhooks-'));
+  const schema = `bench_wh_${Date.now().toString(36)}`;
+  const sandboxPort = await freePort();
+  const parleyPort = await freePort();
+  const env: Record<string, string> = {
+    PARLEY_DATA_DIR: dataDir,
+    PARLEY_REGION: 'us',
+    PARLEY_WEBHOOK_APP_SECRET: APP_SECRET,
+    PARLEY_PROVIDER_BASE_URL: `http://127.0.0.1:${sandboxPort}`,
+    PARLEY_SEND_RATE_LIMIT: '1000000000',
+    PARLEY_SEND_RATE_LIMIT_ORG: '1000000000',
+  };
+  if (dialect === 'postgres' && process.env.DATABASE_URL) {
+    env.DATABASE_URL = process.env.DATABASE_URL;
+    env.PARLEY_PG_SCHEMA = schema;
+  }
+  const children: ChildProcess[] = [];
+  try {
+    log(`${dialect}: seeding an organization, an agent with a number and a key`);
+    const org = await cli<{ id: string }>(['org', 'create', '--name', 'Bench', '--plan', 'paid'], env);
+    const phone = `+1650${2 + Math.floor(Math.random() * 8)}${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
+    const agent = await cli<{ id: string }>(
+      ['agent', 'create', '--org', org.id, '--name', 'Bench', '--number', phone],
+      env,
+    );
+    const key = await cli<{ key: string }>(
+      [
+        'key',
+        'create',
+        '--org',
+        org.id,
+        '--label',
+        'bench',
+        '--scope',
+        'agent',
+        '--agent',
+        agent.id,
+        '--permissions',
+        'channels',
+      ],
+      env,
+    );
+    const numbers = await cli<{ phoneNumberId: string }[]>(['number', 'list', '--org', org.id], env);
+    const phoneNumberId = numbers[0]?.phoneNumberId ?? '';
+
+    const baseline = start(['--import', 'tsx', 'bench/baseline-server.ts', '0'], {});
+    children.push(baseline);
+    const baselinePort = await new Promise<number>((resolve, reject) => {
+      baseline.stdout?.on('data', (d: Buffer) => {
+        const m = /listening (\d+)/.exec(d.toString());
+        if (m) resolve(Number(m[1]));
+      });
+      baseline.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)));
+    });
+    const baselineUrl = `http://127.0.0.1:${baselinePort}/`;
+    // The sandbox's own statuses are discarded: the load below posts them.
+    const sandbox = start([...ENTRY, 'sandbox', '--port', String(sandboxPort), '--webhook-url', baselineUrl], env);
+    children.push(sandbox);
+    const parley = start([...ENTRY, 'serve', '--port', String(parleyPort)], env);
+    children.push(parley);
+    await waitFor(`http://127.0.0.1:${sandboxPort}/sandbox/health`, sandbox);
+    const base = `http://127.0.0.1:${parleyPort}`;
+    await waitFor(`${base}/api/health`, parley);
+
+    log(`${dialect}: sending ${MESSAGES} templates to have messages to report on`);
+    const auth = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
+    const body = JSON.stringify({
+      channel: 'msgapp',
+      to: '+14155550100',
+      type: 'template',
+      template: { name: 'hello_world', language: 'en_US' },
+    });
+    const wamids: string[] = [];
+    const sendOne = async () => {
+      const res = await request(`${base}/api/channels/send`, { method: 'POST', headers: auth, body });
+      const json = (await res.body.json()) as { messageId?: string };
+      if (res.statusCode !== 200 || !json.messageId) throw new Error(`send answered ${res.statusCode}`);
+      wamids.push(json.messageId);
+    };
+    for (let i = 0; i < MESSAGES; i += 20) {
+      await Promise.all(Array.from({ length: Math.min(20, MESSAGES - i) }, sendOne));
+    }
+
+    const now = Date.now();
+    const bodies: { body: string; signature: string }[] = [];
+    for (const [i, status] of ['sent', 'delivered', 'read'].entries()) {
+      for (const wamid of wamids) {
+        const b = statusBody(phoneNumberId, wamid, status, now + i * 1000);
+        bodies.push({ body: b, signature: `sha256=${createHmac('sha256', APP_SECRET).update(b).digest('hex')}` });
+      }
+    }
+    let next = 0;
+    const signedRequests = [
+      {
+        setupRequest: (req: AutocannonRequest): AutocannonRequest => {
+          const b = bodies[next++ % bodies.length] ?? { body: '{}', signature: '' };
+          return {
+            ...req,
+            method: 'POST',
+            body: b.body,
+            headers: { 'content-type': 'application/json', 'x-hub-signature-256': b.signature },
+          };
+        },
+      },
+    ];
+
+    const rows: Row[] = [];
+    log(`${dialect}: node:http baseline, ${DURATION} s at ${CONNECTIONS} connections`);
+    const bl = await autocannon({
+      url: baselineUrl,
+      connections: CONNECTIONS,
+      duration: DURATION,
+      requests: signedRequests,
+    });
+    rows.push({
+      target: 'node:http baseline (same bodies)',
+      rps: bl.requests.average,
+      p50: bl.latency.p50,
+      p99: bl.latency.p99,
+      failures: bl.non2xx + bl.errors,
+    });
+    next = 0;
+    log(`${dialect}: Parley POST /webhooks/msgapp, ${DURATION} s at ${CONNECTIONS} connections`);
+    const r = await autocannon({
+      url: `${base}/webhooks/msgapp`,
+      connections: CONNECTIONS,
+      duration: DURATION,
+      requests: signedRequests,
+    });
+    rows.push({
+      target: `Parley POST /webhooks/msgapp (${dialect})`,
+      rps: r.requests.average,
+      p50: r.latency.p50,
+      p99: r.latency.p99,
+      failures: r.non2xx + r.errors,
+    });
+
+    // Give the queue a moment to drain, then check a sample through the API.
+    let applied = 0;
+    const sample = wamids.slice(0, Math.min(50, Math.floor(next / 3)));
+    for (let attempt = 0; attempt < 50; attempt++) {
+      applied = 0;
+      for (const wamid of sample) {
+        const res = await request(`${base}/api/messages/${wamid}`, { headers: auth });
+        const json = (await res.body.json()) as { message?: { status?: string } };
+        if (json.message?.status === 'read') applied++;
+      }
+      if (applied === sample.length) break;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    return { rows, applied: `${applied}/${sample.length}` };
+  } finally {
+    for (const child of children.reverse()) await stop(child);
+    if (dialect === 'postgres' && process.env.DATABASE_URL) await dropPostgresSchema(process.env.DATABASE_URL, schema);
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const dialects: ('sqlite' | 'postgres')[] = process.env.DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+const results: { dialect: string; rows: Row[]; applied: string }[] = [];
+for (const dialect of dialects) results.push({ dialect, ...(await runDialect(dialect)) });
+
+const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(2));
+console.log(`\n### Status webhook intake: ${DURATION} s per run, ${CONNECTIONS} connections, ${MESSAGES} messages\n`);
+console.log('| target | webhooks/s | p50 ms | p99 ms | failures |');
+console.log('| - | -: | -: | -: | -: |');
+for (const { rows } of results) {
+  for (const r of rows) console.log(`| ${r.target} | ${f(r.rps)} | ${f(r.p50)} | ${f(r.p99)} | ${r.failures} |`);
+}
+console.log(
+  `\n| database | webhooks/s | p50 ms | target (≥ ${TARGET_RPS}/s, p50 < ${TARGET_P50_MS} ms) | sample read back as 'read' |`,
+);
+console.log('| - | -: | -: | - | -: |');
+for (const { dialect, rows, applied } of results) {
+  const p = rows[1];
+  if (!p) continue;
+  const met = p.rps >= TARGET_RPS && p.p50 < TARGET_P50_MS && p.failures === 0;
+  console.log(`| ${dialect} | ${f(p.rps)} | ${f(p.p50)} | ${met ? 'met' : 'not met'} | ${applied} |`);
+}
