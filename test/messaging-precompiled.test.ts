@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { precompiled, slot } from '../src/db/precompiled.js';
 import { isWindowOpen, openWindow } from '../src/messaging/message.repository.js';
-import { precompiled, slot } from '../src/messaging/precompiled.js';
 import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
 
 const insertWindow = precompiled((db) =>

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Region } from '../config.js';
+import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import { PAID_PLAN_REQUIRED } from '../keys/key.service.js';
 import { hashKey, parseKey } from '../keys/key-format.js';
@@ -24,6 +25,25 @@ export interface AuthDeps {
   readonly clock: Clock;
   readonly lastUsed: LastUsedTracker;
 }
+
+/** The one query of every authenticated request: built once, a prepared statement on SQLite. */
+const keyByHash = precompiled((db) =>
+  db
+    .selectFrom('api_keys')
+    .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
+    .select([
+      'api_keys.id',
+      'api_keys.org_id',
+      'api_keys.scope',
+      'api_keys.agent_id',
+      'api_keys.campaign_id',
+      'api_keys.permissions',
+      'api_keys.last_used_at',
+      'api_keys.revoked_at',
+      'organizations.plan',
+    ])
+    .where('api_keys.hash', '=', slot<string>(0)),
+);
 
 const unauthorized = (message: string) => new AppError('UNAUTHORIZED', message);
 
@@ -54,22 +74,7 @@ export async function authenticate(
     );
   }
 
-  const row = await deps.db
-    .selectFrom('api_keys')
-    .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
-    .select([
-      'api_keys.id',
-      'api_keys.org_id',
-      'api_keys.scope',
-      'api_keys.agent_id',
-      'api_keys.campaign_id',
-      'api_keys.permissions',
-      'api_keys.last_used_at',
-      'api_keys.revoked_at',
-      'organizations.plan',
-    ])
-    .where('api_keys.hash', '=', hashKey(key))
-    .executeTakeFirst();
+  const row = (await keyByHash(deps.db, [hashKey(key)])).rows[0];
   if (!row) throw unauthorized('Invalid API key.');
   if (row.revoked_at !== null) throw unauthorized('This API key has been revoked.');
   if (row.plan !== 'paid') throw new AppError('FORBIDDEN', PAID_PLAN_REQUIRED);

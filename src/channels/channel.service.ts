@@ -1,5 +1,6 @@
 import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/auth.js';
 import type { AppContext } from '../context.js';
+import { precompiled, slot } from '../db/precompiled.js';
 import {
   applyPendingStatuses,
   insertMessage,
@@ -8,7 +9,6 @@ import {
   markSendFailed,
   STATUS_RANK,
 } from '../messaging/message.repository.js';
-import { precompiled, slot } from '../messaging/precompiled.js';
 import type { ProviderResult, ProviderSend } from '../messaging/provider.js';
 import { toE164 } from '../numbers/number.service.js';
 import { AppError } from '../shared/errors.js';

@@ -5,6 +5,7 @@ import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql 
 import pg from 'pg';
 import { ConfigError, type DatabaseConfig } from '../config.js';
 import { migrationProvider } from './migrations/index.js';
+import { useSqliteStatements } from './precompiled.js';
 import type { DB } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -29,6 +30,7 @@ export async function openDatabase(config: DatabaseConfig, options: { poolSize?:
     sqlite.pragma('busy_timeout = 5000');
     sqlite.pragma('foreign_keys = ON');
     const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+    useSqliteStatements(db, sqlite);
     return {
       db,
       dialect: 'sqlite',

@@ -1,5 +1,5 @@
 import { type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
-import type { Database } from '../db/database.js';
+import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { EndUser } from './end-user.model.js';
 import type { EndUserTable } from './end-user.table.js';
@@ -51,19 +51,16 @@ export async function findEndUser(db: Db, orgId: string, id: string, lock = fals
   return query.executeTakeFirst();
 }
 
-export type EndUserFinder = (orgId: string, id: string) => Promise<EndUserTable | undefined>;
-
 /**
- * The read of GET by ID, the hottest query. On SQLite it is one statement prepared once (Kysely
- * would build and prepare it again on every call); on PostgreSQL the plain Kysely query. It runs
- * outside Kysely's connection lock, so it may see a row of a write transaction in flight; those
- * commit unless the server fails mid-request.
+ * The read of GET by ID, the hottest query: built and compiled once, and on SQLite a statement
+ * prepared once (Kysely would build and prepare it again on every call).
  */
-export function endUserFinder(database: Database): EndUserFinder {
-  const raw = database.sqlite;
-  if (!raw) return (orgId, id) => findEndUser(database.db, orgId, id);
-  const statement = raw.prepare<[string, string], EndUserTable>('SELECT * FROM end_users WHERE id = ? AND org_id = ?');
-  return async (orgId, id) => statement.get(id, orgId);
+const endUserById = precompiled((db) =>
+  db.selectFrom('end_users').selectAll().where('id', '=', slot<string>(0)).where('org_id', '=', slot<string>(1)),
+);
+
+export async function findEndUserById(db: Db, orgId: string, id: string): Promise<EndUserTable | undefined> {
+  return (await endUserById(db, [id, orgId])).rows[0];
 }
 
 export async function findByPhone(db: Db, orgId: string, phone: string): Promise<EndUserTable | undefined> {

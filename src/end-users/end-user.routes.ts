@@ -5,7 +5,6 @@ import type { AppContext } from '../context.js';
 import { BEARER, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
 import { AppError } from '../shared/errors.js';
-import { endUserFinder } from './end-user.repository.js';
 import {
   EndUserBatchBody,
   EndUserBatchEnvelope,
@@ -68,7 +67,6 @@ export const endUserRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
   const auth = [requireKey(ctx, 'endusers'), requireOrganizationKey];
   const byIdAuth = [requireIdInPath, ...auth];
   const { db, clock } = ctx;
-  const findEndUser = endUserFinder(ctx.database);
 
   app.get(
     '/api/endusers',
@@ -147,7 +145,7 @@ export const endUserRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
         response: { 200: EndUserSchema, ...errorResponses('coded', [400, 401, 403, 404]) },
       },
     },
-    async (request) => getEndUser(findEndUser, principalOf(request).orgId, request.params.endUserId),
+    async (request) => getEndUser(db, principalOf(request).orgId, request.params.endUserId),
   );
 
   app.patch(

@@ -13,9 +13,9 @@ import {
 } from './end-user.model.js';
 import {
   deleteEndUserRow,
-  type EndUserFinder,
   findByPhone,
   findEndUser,
+  findEndUserById,
   findHolders,
   findOrgCountry,
   insertEndUser,
@@ -281,8 +281,8 @@ function failed(index: number, code: string, error: string, field?: string): Bat
   return { index, status: 'failed', error, code, ...(field ? { field } : {}) };
 }
 
-export async function getEndUser(find: EndUserFinder, orgId: string, id: string): Promise<EndUser> {
-  const row = await find(orgId, id);
+export async function getEndUser(db: Kysely<DB>, orgId: string, id: string): Promise<EndUser> {
+  const row = await findEndUserById(db, orgId, id);
   if (!row) throw notFound(id);
   return toEndUser(row);
 }

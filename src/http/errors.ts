@@ -160,7 +160,7 @@ export function installErrorHandlers(app: FastifyInstance, bodyLimit: number): v
     if (appErr.code === 'INTERNAL') {
       request.log.error({ err }, 'request failed');
     } else if (appErr.status >= 500) {
-      request.log.warn({ code: appErr.code, msg: appErr.message }, 'upstream failure');
+      request.log.warn({ code: appErr.code, reason: appErr.message }, 'upstream failure');
     }
     if (appErr.headers) reply.headers(appErr.headers);
     reply.code(appErr.status).send(envelope(familyOf(request), appErr));

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
+import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { MessageStatusTable, MessageTable } from './messaging.tables.js';
-import { precompiled, slot } from './precompiled.js';
 
 export const WINDOW_MS = 24 * 60 * 60 * 1000;
 

@@ -5,7 +5,6 @@ import { createSecretBox, type SecretBox, secretKeyOf, webhookAppSecretOf } from
 import { type Sandbox, startSandbox } from '../sandbox/sandbox.js';
 import { clearSandboxAddress, writeSandboxAddress } from '../sandbox/sandbox-address.js';
 import type { Clock } from '../shared/clock.js';
-import { useSqliteStatements } from './precompiled.js';
 import { createCloudProvider, type MessagingProvider } from './provider.js';
 import { WebhookProcessor } from './webhook.service.js';
 
@@ -46,7 +45,6 @@ export async function createMessaging(
     version: m.providerApiVersion,
     timeoutMs: m.providerTimeoutMs,
   });
-  if (database.sqlite) useSqliteStatements(database.db, database.sqlite);
   const webhooks = new WebhookProcessor(database.db, clock, logger);
   let attached = false;
   return {
