@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
@@ -12,6 +11,7 @@ import { webhookRoutes } from '../messaging/webhook.routes.js';
 import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
 import { ChannelError, CodedError, installErrorHandlers } from './errors.js';
 import { publicRoutes } from './public.routes.js';
+import { SECURITY_HEADERS } from './security-headers.js';
 import { installValidators } from './validation.js';
 
 export const API_VERSION = '3.0.0';
@@ -53,12 +53,13 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
+    reply.headers(SECURITY_HEADERS);
     reply.header('x-request-id', request.id);
     if (closing) reply.header('connection', 'close');
+    done(null, payload);
   });
 
-  await app.register(helmet, { global: true, contentSecurityPolicy: { directives: { defaultSrc: ["'none'"] } } });
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',

@@ -1,3 +1,4 @@
+import SQLite from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { precompiled, slot } from '../src/db/precompiled.js';
 import { isWindowOpen, openWindow } from '../src/messaging/message.repository.js';
@@ -57,4 +58,34 @@ describe.each(DIALECTS)('precompiled queries (%s)', (dialect) => {
       .execute();
     expect(rows.map((r) => r.number_id)).toEqual(['num_outside']);
   });
+
+  it('writes issued together all commit, and a failing one fails alone', async () => {
+    const rows = Array.from({ length: 50 }, (_, i) => ['num_group', `+1650555${String(i).padStart(4, '0')}`, i]);
+    const duplicate = ['num_group', '+16505550007', 99]; // same primary key as row 7
+    const results = await Promise.allSettled([...rows, duplicate].map((values) => insertWindow(t.ctx.db, values)));
+    expect(results.slice(0, 50).every((r) => r.status === 'fulfilled')).toBe(true);
+    expect(results[50]?.status).toBe('rejected');
+    const stored = await t.ctx.db
+      .selectFrom('messaging_windows')
+      .select(['user_phone', 'last_inbound_at'])
+      .where('number_id', '=', 'num_group')
+      .orderBy('user_phone')
+      .execute();
+    expect(stored).toHaveLength(50);
+    expect(stored.find((r) => r.user_phone === '+16505550007')?.last_inbound_at).toBe(7);
+  });
+
+  it.runIf(dialect === 'sqlite')(
+    'a write has committed when its promise settles: another connection sees it',
+    async () => {
+      await insertWindow(t.ctx.db, ['num_seen', '+16505550100', 5]);
+      const other = new SQLite(t.ctx.database.sqlite?.name ?? '', { readonly: true });
+      try {
+        const row = other.prepare('SELECT last_inbound_at FROM messaging_windows WHERE number_id = ?').get('num_seen');
+        expect(row).toEqual({ last_inbound_at: 5 });
+      } finally {
+        other.close();
+      }
+    },
+  );
 });
