@@ -57,6 +57,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       const url = `http://${region.host.includes(':') ? `[${region.host}]` : region.host}:${port}`;
       // The in-process sandbox delivers its webhooks to this very server.
       ctx.messaging.attachServer(url);
+      // Webhook bodies acknowledged before an earlier stop but not yet applied.
+      await ctx.messaging.webhooks.recover();
       started.push({ region, ctx, app, url });
       logger.info(
         { region: region.region, url, baseUrl: region.baseUrl, database: region.database.kind },

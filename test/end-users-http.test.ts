@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,13 +10,19 @@ import { makeOrg, makeTenant } from './helpers/factories.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
+/** This process's environment without its database settings (the test app's are passed instead). */
+function cleanEnv(): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(base)) if (/^(DATABASE_URL|PARLEY_|PORT$|LOG_LEVEL$)/.test(name)) delete base[name];
+  return base;
+}
+
 /** Runs `parley` from source against the test app's database. */
 function parley(
   args: string[],
   env: Record<string, string>,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const base: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.keys(base)) if (/^(DATABASE_URL|PARLEY_|PORT$|LOG_LEVEL$)/.test(name)) delete base[name];
+  const base = cleanEnv();
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
       cwd: ROOT,
@@ -159,4 +165,46 @@ describe.each(DIALECTS)('end users over real HTTP and the CLI (%s)', (dialect) =
     const noOrg = await parley(['endusers', 'import', file, '--org', 'org_nope'], t.env);
     expect(noOrg.code).toBe(1);
   });
+
+  // `script` (util-linux) runs the import on a pseudo-terminal, where the progress bar is drawn.
+  it.runIf(dialect === 'sqlite' && existsSync('/usr/bin/script'))(
+    'parley endusers import draws a progress bar on a terminal, then prints the summary',
+    async () => {
+      const org = await makeOrg(t.ctx, 'paid', 'US');
+      const file = join(dir, 'tty.csv');
+      const lines = ['name,email'];
+      for (let i = 0; i < 3000; i++) lines.push(`Tty ${i},tty${i}@example.com`);
+      writeFileSync(file, `${lines.join('\n')}\n`);
+      const command = [
+        process.execPath,
+        '--import',
+        'tsx',
+        'src/cli/main.ts',
+        'endusers',
+        'import',
+        file,
+        '--org',
+        org.id,
+      ]
+        .map((a) => `'${a}'`)
+        .join(' ');
+      const run = await new Promise<{ code: number | null; out: string }>((resolve, reject) => {
+        const child = spawn('/usr/bin/script', ['-qec', command, '/dev/null'], {
+          cwd: ROOT,
+          env: { ...cleanEnv(), NODE_NO_WARNINGS: '1', ...t.env, COLUMNS: '160' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+        });
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, out }));
+      });
+      expect(run.code, run.out).toBe(0);
+      expect(run.out).toMatch(/importing \[[^\]]+\] \d+% \| \d+ rows/);
+      expect(run.out).toContain('100% | 3000 rows | 3000 created | 0 rejected');
+      expect(run.out).toMatch(/3000 rows: 3000 created, 0 rejected/);
+    },
+  );
 });

@@ -155,6 +155,40 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     expect(message.statuses[0].timestamp).toBe(T0 + 1000);
   });
 
+  it('a body is stored before it is acknowledged and cleared once applied', async () => {
+    const id = await sendOne();
+    const payload = statusPayload(pid(), [{ id, status: 'delivered', timestamp: T0 + 1000 }]);
+    const { body, headers } = signedWebhook(t.ctx.messaging.appSecret, payload);
+    const res = await t.app.inject({ method: 'POST', url: '/webhooks/msgapp', headers, payload: body });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ received: 1 });
+    // Acknowledged: the raw body is in the inbox until its status has been applied.
+    const stored = await t.ctx.db.selectFrom('webhook_inbox').select('body').execute();
+    expect(stored.map((r) => r.body)).toContain(body);
+    await t.ctx.messaging.webhooks.idle();
+    expect(await t.ctx.db.selectFrom('webhook_inbox').selectAll().execute()).toEqual([]);
+    expect((await getMessage(id)).json().message.status).toBe('delivered');
+  });
+
+  it('bodies left in the inbox by a stopped process are applied at the next start', async () => {
+    const id = await sendOne();
+    // As a crash would leave them: acknowledged to the provider, never processed.
+    const body = JSON.stringify(statusPayload(pid(), [{ id, status: 'read', timestamp: T0 + 5000 }]));
+    await t.ctx.db
+      .insertInto('webhook_inbox')
+      .values([
+        { id: 'evt_leftover', body, received_at: T0 },
+        { id: 'evt_garbage', body: 'not json', received_at: T0 },
+      ])
+      .execute();
+    expect(await t.ctx.messaging.webhooks.recover()).toBe(2);
+    await t.ctx.messaging.webhooks.idle();
+    const message = (await getMessage(id)).json().message;
+    expect(message.status).toBe('read');
+    expect(message.statuses.map((s: { status: string }) => s.status)).toEqual(['read']);
+    expect(await t.ctx.db.selectFrom('webhook_inbox').selectAll().execute()).toEqual([]);
+  });
+
   it('read without delivered is fine; a late sent does not undo read', async () => {
     const id = await sendOne();
     await post(statusPayload(pid(), [{ id, status: 'read', timestamp: T0 + 2000 }]));

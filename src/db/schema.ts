@@ -8,6 +8,7 @@ import type {
   MessagingNumberTable,
   MessagingWindowTable,
   PendingStatusTable,
+  WebhookInboxTable,
 } from '../messaging/messaging.tables.js';
 
 /** Tables as the database stores them: snake_case columns, times in ms since epoch. */
@@ -64,6 +65,7 @@ export interface DB {
   end_users: EndUserTable;
   end_user_tags: EndUserTagTable;
   idempotency_keys: IdempotencyKeyTable;
+  webhook_inbox: WebhookInboxTable;
 }
 
 // Re-exported so feature tables can use it without importing kysely directly.

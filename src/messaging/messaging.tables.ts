@@ -68,3 +68,11 @@ export interface MessagingWindowTable {
   user_phone: string;
   last_inbound_at: number;
 }
+
+/** A provider webhook body acknowledged but not yet fully applied. */
+export interface WebhookInboxTable {
+  id: string;
+  /** The raw body, as signed. */
+  body: string;
+  received_at: number;
+}

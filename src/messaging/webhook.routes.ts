@@ -63,7 +63,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
         summary: 'Provider webhook: inbound messages and delivery statuses',
         description:
           'Signed with `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body with the app secret>`. ' +
-          'Acknowledged at once; every entry, change, message and status is then processed, duplicates ignored.',
+          'Stored, then acknowledged; every entry, change, message and status is then processed, duplicates ignored. ' +
+          'A body not fully processed when the server stops is processed at its next start.',
         tags: ['webhooks'],
         security: [],
         headers: Type.Object({ 'x-hub-signature-256': Type.Optional(Type.String()) }),
@@ -86,7 +87,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
       } catch {
         throw new AppError('INVALID_BODY', 'The webhook body is not valid JSON.');
       }
-      return { received: ctx.messaging.webhooks.accept(payload) };
+      return { received: await ctx.messaging.webhooks.receive(raw.toString('utf8'), payload) };
     },
   );
 };

@@ -1,10 +1,12 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import { recordInboundEndUser } from '../end-users/end-user.service.js';
 import { toE164 } from '../numbers/number.service.js';
 import type { Clock } from '../shared/clock.js';
+import { newId } from '../shared/ids.js';
 import {
   applyPendingStatuses,
   applyStatus,
@@ -105,14 +107,29 @@ export function tasksOf(payload: unknown, receivedAt: number): Task[] {
   return tasks;
 }
 
+const insertInbox = precompiled((db) =>
+  db.insertInto('webhook_inbox').values({ id: slot(0), body: slot(1), received_at: slot(2) }),
+);
+const deleteInbox = precompiled((db) => db.deleteFrom('webhook_inbox').where('id', '=', slot<string>(0)));
+
+interface Queued {
+  readonly task: Task;
+  readonly inboxId: string;
+}
+
 /**
- * Webhooks are acknowledged first and processed right after, a few tasks at a time. Every step is
+ * A webhook body is written to the inbox table, acknowledged, then processed a few tasks at a
+ * time; once all of its tasks are applied its inbox row is deleted. A body whose processing was
+ * cut short (the process stopped, or a task failed) stays in the inbox and is replayed by
+ * `recover()` at the next start, so nothing the provider saw acknowledged is lost. Every step is
  * idempotent (dedupe on inbound message ID and on (message, status); statuses only move forward),
- * so concurrency and the provider's redeliveries are harmless. `idle()` lets tests and shutdown
- * wait for the queue to drain.
+ * so concurrency, replays and the provider's redeliveries are harmless. `idle()` lets tests and
+ * shutdown wait for the queue to drain.
  */
 export class WebhookProcessor {
-  private readonly queue: Task[] = [];
+  private readonly queue: Queued[] = [];
+  /** Per inbox row: tasks not yet finished, and whether one failed. */
+  private readonly bodies = new Map<string, { left: number; failed: boolean }>();
   private running = 0;
   private waiters: (() => void)[] = [];
 
@@ -123,12 +140,36 @@ export class WebhookProcessor {
     private readonly concurrency = 8,
   ) {}
 
-  /** Queues the work of one verified webhook body; returns how many tasks it holds. */
-  accept(payload: unknown): number {
-    const tasks = tasksOf(payload, this.clock.now());
-    for (const task of tasks) this.queue.push(task);
-    this.pump();
+  /**
+   * Stores one verified webhook body and queues its work; resolves (with how many tasks it holds)
+   * once the body is stored, which is when it may be acknowledged.
+   */
+  async receive(raw: string, payload: unknown): Promise<number> {
+    const receivedAt = this.clock.now();
+    const tasks = tasksOf(payload, receivedAt);
+    if (tasks.length === 0) return 0;
+    const inboxId = newId('evt');
+    await insertInbox(this.db, [inboxId, raw, receivedAt]);
+    this.enqueue(inboxId, tasks);
     return tasks.length;
+  }
+
+  /** Queues again the bodies left in the inbox by an earlier run; returns how many there were. */
+  async recover(): Promise<number> {
+    const rows = await this.db.selectFrom('webhook_inbox').selectAll().orderBy('received_at').orderBy('id').execute();
+    for (const row of rows) {
+      let payload: unknown;
+      try {
+        payload = JSON.parse(row.body);
+      } catch {
+        payload = undefined;
+      }
+      const tasks = tasksOf(payload, row.received_at);
+      if (tasks.length === 0) await deleteInbox(this.db, [row.id]);
+      else this.enqueue(row.id, tasks);
+    }
+    if (rows.length > 0) this.logger.info({ bodies: rows.length }, 'replaying unprocessed provider webhooks');
+    return rows.length;
   }
 
   idle(): Promise<void> {
@@ -136,13 +177,26 @@ export class WebhookProcessor {
     return new Promise((resolve) => this.waiters.push(resolve));
   }
 
+  private enqueue(inboxId: string, tasks: readonly Task[]): void {
+    this.bodies.set(inboxId, { left: tasks.length, failed: false });
+    for (const task of tasks) this.queue.push({ task, inboxId });
+    this.pump();
+  }
+
   private pump(): void {
     while (this.running < this.concurrency && this.queue.length > 0) {
-      const task = this.queue.shift();
-      if (!task) break;
+      const next = this.queue.shift();
+      if (!next) break;
       this.running++;
-      this.run(task)
-        .catch((err) => this.logger.error({ err, kind: task.kind }, 'webhook task failed'))
+      this.run(next.task)
+        .then(
+          () => this.settle(next.inboxId, true),
+          (err: unknown) => {
+            this.logger.error({ err, kind: next.task.kind }, 'webhook task failed; its body stays in the inbox');
+            return this.settle(next.inboxId, false);
+          },
+        )
+        .catch((err: unknown) => this.logger.error({ err }, 'could not clear a processed webhook from the inbox'))
         .finally(() => {
           this.running--;
           this.pump();
@@ -153,6 +207,17 @@ export class WebhookProcessor {
           }
         });
     }
+  }
+
+  /** Counts a finished task; the last one of a body that fully succeeded deletes its inbox row. */
+  private async settle(inboxId: string, ok: boolean): Promise<void> {
+    const body = this.bodies.get(inboxId);
+    if (!body) return;
+    body.left--;
+    if (!ok) body.failed = true;
+    if (body.left > 0) return;
+    this.bodies.delete(inboxId);
+    if (!body.failed) await deleteInbox(this.db, [inboxId]);
   }
 
   private async run(task: Task): Promise<void> {

@@ -3,6 +3,7 @@ import { platform } from './0001-platform.js';
 import { endUsers } from './0002-end-users.js';
 import { messaging } from './0003-messaging.js';
 import { idempotency } from './0004-idempotency.js';
+import { webhookInbox } from './0005-webhook-inbox.js';
 
 /**
  * Every migration, in order. Names sort lexically; add new ones at the end with the next number.
@@ -13,6 +14,7 @@ export const migrations: Record<string, Migration> = {
   '0002-end-users': endUsers,
   '0003-messaging': messaging,
   '0004-idempotency': idempotency,
+  '0005-webhook-inbox': webhookInbox,
 };
 
 export const migrationProvider: MigrationProvider = {
