@@ -1,6 +1,7 @@
 /** Helpers shared by the benchmarks: building, spawning servers, waiting for them. */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -89,3 +90,129 @@ export const median = (xs: number[]): number => {
 
 export const fmt = (n: number, digits = 0): string =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+// autocannon ships no types; this is the part of its programmatic API the benchmarks use.
+export interface AutocannonRequest {
+  path?: string;
+  method?: string;
+  body?: string;
+  headers?: Record<string, string>;
+}
+export interface AutocannonOptions {
+  url: string;
+  connections: number;
+  duration: number;
+  pipelining?: number;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  requests?: { setupRequest?: (req: AutocannonRequest) => AutocannonRequest }[];
+}
+export interface AutocannonResult {
+  requests: { average: number; total: number };
+  latency: { p50: number; p99: number; average: number; max: number };
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+}
+export const autocannon = createRequire(import.meta.url)('autocannon') as (
+  o: AutocannonOptions,
+) => Promise<AutocannonResult>;
+
+export const log = (msg: string): void => {
+  process.stderr.write(`[bench] ${msg}\n`);
+};
+
+export const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0;
+
+/** How to run the CLI: the build (`--dist`, what `npm start` runs) or the sources through tsx. */
+export const entry = (dist: boolean): string[] => (dist ? [CLI] : ['--import', 'tsx', 'src/cli/main.ts']);
+
+/** Environment of a benchmark's child: no database or Parley setting but those given; logs at warn. */
+export function benchEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(base)) if (/^(DATABASE_URL|PARLEY_|PORT$|LOG_LEVEL$)/.test(name)) delete base[name];
+  return { ...base, NODE_NO_WARNINGS: '1', LOG_LEVEL: 'warn', ...env };
+}
+
+/** A node child with the benchmark environment; stdout piped (for ports and JSON), stderr shown. */
+export function spawnNode(argv: string[], env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, argv, { cwd: ROOT, env: benchEnv(env), stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+/** Polls a URL every 100 ms until it answers below 500; fails if the child exits first. */
+export async function waitUp(url: string, child: ChildProcess, ms = 30_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) throw new Error(`${url}: process exited with ${child.exitCode}`);
+    try {
+      const res = await fetch(url);
+      await res.arrayBuffer();
+      if (res.status < 500) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not come up`);
+}
+
+/** The bare node:http baseline as a child process, on a port of its choosing. */
+export async function startBaseline(): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawnNode(['--import', 'tsx', 'bench/baseline-server.ts', '0'], {});
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout?.on('data', (d: Buffer) => {
+      const m = /listening (\d+)/.exec(d.toString());
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
+/** Runs `parley <argv> --json` to completion and parses what it prints. */
+export async function parleyJson<T>(dist: boolean, argv: string[], env: Record<string, string>): Promise<T> {
+  const child = spawnNode([...entry(dist), ...argv, '--json'], env);
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  if (code !== 0) throw new Error(`parley ${argv.join(' ')} failed`);
+  return JSON.parse(out) as T;
+}
+
+/** A paid organization, an agent with a sandbox number, and an agent key holding Channels. */
+export async function seedSendingTenant(
+  dist: boolean,
+  env: Record<string, string>,
+): Promise<{ key: string; phoneNumberId: string }> {
+  const org = await parleyJson<{ id: string }>(dist, ['org', 'create', '--name', 'Bench', '--plan', 'paid'], env);
+  const phone = `+1650${2 + Math.floor(Math.random() * 8)}${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
+  const agent = await parleyJson<{ id: string }>(
+    dist,
+    ['agent', 'create', '--org', org.id, '--name', 'Bench', '--number', phone],
+    env,
+  );
+  const created = await parleyJson<{ key: string }>(
+    dist,
+    [
+      'key',
+      'create',
+      '--org',
+      org.id,
+      '--label',
+      'bench',
+      '--scope',
+      'agent',
+      '--agent',
+      agent.id,
+      '--permissions',
+      'channels',
+    ],
+    env,
+  );
+  const numbers = await parleyJson<{ phoneNumberId: string }[]>(dist, ['number', 'list', '--org', org.id], env);
+  return { key: created.key, phoneNumberId: numbers[0]?.phoneNumberId ?? '' };
+}

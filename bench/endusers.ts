@@ -14,35 +14,28 @@
  * --batch-runs (15), --page target list page (5,000), --dist (serve from dist/, else src/ via tsx).
  * Prints a Markdown table on stdout; progress on stderr.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { dropPostgresSchema } from '../src/db/database.js';
+import {
+  type AutocannonOptions,
+  type AutocannonRequest,
+  type AutocannonResult,
+  autocannon,
+  entry,
+  freePort,
+  log,
+  quantile,
+  spawnNode,
+  startBaseline,
+  stopChild,
+  waitUp,
+} from './child-server.js';
 import { seedEndUsers } from './seed-endusers.js';
 
-interface AutocannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number; average: number; max: number };
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-}
-interface AutocannonOptions {
-  url: string;
-  connections: number;
-  duration: number;
-  headers?: Record<string, string>;
-  requests?: { setupRequest?: (req: { path: string }) => { path: string } }[];
-}
-// autocannon ships no types; this is the part of its programmatic API used here.
-const autocannon = createRequire(import.meta.url)('autocannon') as (o: AutocannonOptions) => Promise<AutocannonResult>;
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
   options: {
     n: { type: 'string', default: '1000000' },
@@ -60,76 +53,12 @@ const BATCH_RUNS = Number(args['batch-runs']);
 const PAGE_SIZE = 50;
 const TARGET_PAGE = Math.max(2, Math.min(Number(args.page), Math.floor(N / PAGE_SIZE) - 1));
 
-const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.keys(base)) if (/^(DATABASE_URL|PARLEY_|PORT$|LOG_LEVEL$)/.test(name)) delete base[name];
-  return { ...base, NODE_NO_WARNINGS: '1', ...env };
-}
-
-async function waitFor(url: string, child: ChildProcess, ms = 30_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not come up`);
-}
-
 async function startParley(env: Record<string, string>): Promise<{ child: ChildProcess; base: string }> {
   const port = await freePort();
-  const entry = args.dist ? ['dist/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
-  const child = spawn(process.execPath, [...entry, 'serve', '--port', String(port)], {
-    cwd: ROOT,
-    env: childEnv({ ...env, LOG_LEVEL: 'warn' }),
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  const child = spawnNode([...entry(args.dist), 'serve', '--port', String(port)], env);
   const base = `http://127.0.0.1:${port}`;
-  await waitFor(`${base}/api/health`, child);
+  await waitUp(`${base}/api/health`, child);
   return { child, base };
-}
-
-async function startBaseline(): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/baseline-server.ts', '0'], {
-    cwd: ROOT,
-    env: childEnv({}),
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout?.on('data', (d: Buffer) => {
-      const m = /listening (\d+)/.exec(d.toString());
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)));
-  });
-  return { child, base: `http://127.0.0.1:${port}` };
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-  });
 }
 
 /** Peak resident memory of a process while fn runs, in MB (Linux /proc). */
@@ -158,9 +87,6 @@ async function load(url: string, options: Partial<AutocannonOptions> = {}): Prom
   if (r.non2xx > 0 || r.errors > 0) log(`  warning: ${r.non2xx} non-2xx, ${r.errors} errors on ${url}`);
   return r;
 }
-
-const quantile = (sorted: number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0;
 
 interface Figures {
   seedMs: number;
@@ -212,11 +138,11 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
     const walkMs = Date.now() - walkStart;
     let next = 0;
     const rotate = (prefix: string) => [
-      { setupRequest: (req: { path: string }) => ({ ...req, path: `${prefix}${ids[next++ % ids.length]}` }) },
+      { setupRequest: (req: AutocannonRequest) => ({ ...req, path: `${prefix}${ids[next++ % ids.length]}` }) },
     ];
 
     log(`${dialect}: baseline`);
-    const baselineResult = await load(`${baseline.base}/`);
+    const baselineResult = await load(`${baseline.url}/`);
     log(`${dialect}: GET /api/endusers/<id>`);
     const measured = await peakRss(parley.child.pid, async () => {
       const getById = await load(`${parley.base}/api/endusers/x`, { headers, requests: rotate('/api/endusers/') });
@@ -259,7 +185,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       rssMb: measured.peakMb,
     };
   } finally {
-    for (const c of children) await stop(c);
+    for (const c of children) await stopChild(c);
     if (dialect === 'postgres' && process.env.DATABASE_URL) await dropPostgresSchema(process.env.DATABASE_URL, schema);
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -9,27 +9,21 @@
  * PostgreSQL (a fresh schema) when DATABASE_URL is set. Rounds alternate the two servers.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { build, CLI, fmt, freePort, median, serverEnv, startChild, stopChild, waitFor200 } from './child-server.js';
-
-// autocannon ships no types; this is the part of its programmatic API used here.
-interface AutocannonResult {
-  requests: { average: number };
-  latency: { p50: number; p99: number };
-  errors: number;
-  timeouts: number;
-  non2xx: number;
-}
-type Autocannon = (o: {
-  url: string;
-  connections: number;
-  pipelining: number;
-  duration: number;
-}) => Promise<AutocannonResult>;
-const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+import {
+  autocannon,
+  build,
+  CLI,
+  fmt,
+  freePort,
+  median,
+  serverEnv,
+  startChild,
+  stopChild,
+  waitFor200,
+} from './child-server.js';
 
 const { values: opts } = parseArgs({
   options: {

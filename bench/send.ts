@@ -13,36 +13,28 @@
  * sandbox measured directly is a second process whose webhooks go to the baseline.
  * "Added by Parley" is Parley's latency minus the sandbox's, measured one request at a time.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { dropPostgresSchema } from '../src/db/database.js';
+import {
+  type AutocannonOptions,
+  type AutocannonResult,
+  autocannon,
+  entry,
+  freePort,
+  log,
+  quantile,
+  seedSendingTenant,
+  spawnNode,
+  startBaseline,
+  stopChild,
+  waitUp,
+} from './child-server.js';
 
-interface AutocannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number; average: number; max: number };
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-}
-interface AutocannonOptions {
-  url: string;
-  connections: number;
-  duration: number;
-  method?: string;
-  headers?: Record<string, string>;
-  body?: string;
-}
-// autocannon ships no types; this is the part of its programmatic API used here.
-const autocannon = createRequire(import.meta.url)('autocannon') as (o: AutocannonOptions) => Promise<AutocannonResult>;
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
   options: {
     duration: { type: 'string', default: '10' },
@@ -56,76 +48,13 @@ const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const SEQUENTIAL = Number(args.sequential);
 const APP_SECRET = 'bench-app-secret';
-const ENTRY = args.dist ? ['dist/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
-
-const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.keys(base)) if (/^(DATABASE_URL|PARLEY_|PORT$|LOG_LEVEL$)/.test(name)) delete base[name];
-  return { ...base, NODE_NO_WARNINGS: '1', LOG_LEVEL: 'warn', ...env };
-}
-
-function start(argv: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, argv, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'inherit'] });
-}
-
-async function waitFor(url: string, child: ChildProcess, ms = 30_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`${url}: process exited with ${child.exitCode}`);
-    try {
-      const res = await request(url);
-      await res.body.dump();
-      if (res.statusCode < 500) return;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not come up`);
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-  });
-}
-
-async function cli(argv: string[], env: Record<string, string>): Promise<Record<string, string>> {
-  const child = start([...ENTRY, ...argv, '--json'], env);
-  let out = '';
-  child.stdout?.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  if (code !== 0) throw new Error(`parley ${argv.join(' ')} failed`);
-  return JSON.parse(out) as Record<string, string>;
-}
+const ENTRY = entry(args.dist);
 
 async function load(url: string, options: Partial<AutocannonOptions> = {}): Promise<AutocannonResult> {
   const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, ...options });
   if (r.non2xx > 0 || r.errors > 0) log(`  warning: ${r.non2xx} non-2xx, ${r.errors} errors on ${url}`);
   return r;
 }
-
-const quantile = (sorted: number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0;
 
 /** One request at a time, timed with hrtime: latency without queueing. */
 async function sequential(url: string, init: { headers: Record<string, string>; body: string }) {
@@ -172,52 +101,25 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
   const children: ChildProcess[] = [];
   try {
     log(`${dialect}: seeding an organization, an agent with a number and a key`);
-    const org = await cli(['org', 'create', '--name', 'Bench', '--plan', 'paid'], env);
-    const phone = `+1650${2 + Math.floor(Math.random() * 8)}${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
-    const agent = await cli(['agent', 'create', '--org', org.id ?? '', '--name', 'Bench', '--number', phone], env);
-    const key = await cli(
-      [
-        'key',
-        'create',
-        '--org',
-        org.id ?? '',
-        '--label',
-        'bench',
-        '--scope',
-        'agent',
-        '--agent',
-        agent.id ?? '',
-        '--permissions',
-        'channels',
-      ],
-      env,
-    );
-    const numbers = (await cli(['number', 'list', '--org', org.id ?? ''], env)) as unknown as {
-      phoneNumberId: string;
-    }[];
-    const phoneNumberId = numbers[0]?.phoneNumberId ?? '';
+    const { key, phoneNumberId } = await seedSendingTenant(args.dist, env);
 
-    const baseline = start(['--import', 'tsx', 'bench/baseline-server.ts', '0'], {});
-    children.push(baseline);
-    const baselinePort = await new Promise<number>((resolve, reject) => {
-      baseline.stdout?.on('data', (d: Buffer) => {
-        const m = /listening (\d+)/.exec(d.toString());
-        if (m) resolve(Number(m[1]));
-      });
-      baseline.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)));
-    });
-    const baselineUrl = `http://127.0.0.1:${baselinePort}`;
+    const baseline = await startBaseline();
+    children.push(baseline.child);
+    const baselineUrl = baseline.url;
     const webhookUrl = args['no-statuses'] ? `${baselineUrl}/` : `http://127.0.0.1:${parleyPort}/webhooks/msgapp`;
-    const sandbox = start([...ENTRY, 'sandbox', '--port', String(sandboxPort), '--webhook-url', webhookUrl], env);
+    const sandbox = spawnNode([...ENTRY, 'sandbox', '--port', String(sandboxPort), '--webhook-url', webhookUrl], env);
     children.push(sandbox);
     // A second sandbox for the direct measurement, so its status webhooks do not load Parley.
-    const direct = start([...ENTRY, 'sandbox', '--port', String(directPort), '--webhook-url', `${baselineUrl}/`], env);
+    const direct = spawnNode(
+      [...ENTRY, 'sandbox', '--port', String(directPort), '--webhook-url', `${baselineUrl}/`],
+      env,
+    );
     children.push(direct);
-    const parley = start([...ENTRY, 'serve', '--port', String(parleyPort)], env);
+    const parley = spawnNode([...ENTRY, 'serve', '--port', String(parleyPort)], env);
     children.push(parley);
-    await waitFor(`http://127.0.0.1:${sandboxPort}/sandbox/health`, sandbox);
-    await waitFor(`http://127.0.0.1:${directPort}/sandbox/health`, direct);
-    await waitFor(`http://127.0.0.1:${parleyPort}/api/health`, parley);
+    await waitUp(`http://127.0.0.1:${sandboxPort}/sandbox/health`, sandbox);
+    await waitUp(`http://127.0.0.1:${directPort}/sandbox/health`, direct);
+    await waitUp(`http://127.0.0.1:${parleyPort}/api/health`, parley);
 
     const json = { 'content-type': 'application/json' };
     const sendBody = JSON.stringify({
@@ -226,7 +128,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
       type: 'template',
       template: { name: 'order_update', language: 'en_US', parameters: { header: ['Hi'], body: ['Ada', 'A1'] } },
     });
-    const sendHeaders = { ...json, authorization: `Bearer ${key.key}` };
+    const sendHeaders = { ...json, authorization: `Bearer ${key}` };
     const wireBody = JSON.stringify({
       messaging_product: 'whatsapp',
       recipient_type: 'individual',
@@ -275,7 +177,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
     }
     return rows;
   } finally {
-    for (const child of children.reverse()) await stop(child);
+    for (const child of children.reverse()) await stopChild(child);
     if (dialect === 'postgres' && process.env.DATABASE_URL) await dropPostgresSchema(process.env.DATABASE_URL, schema);
     rmSync(dataDir, { recursive: true, force: true });
   }

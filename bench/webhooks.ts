@@ -13,44 +13,27 @@
  * they are duplicates, which Parley must also acknowledge and ignore). Afterwards a sample of the
  * messages is read back through GET /api/messages to check the statuses were applied.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { dropPostgresSchema } from '../src/db/database.js';
+import {
+  type AutocannonRequest,
+  autocannon,
+  entry,
+  freePort,
+  log,
+  seedSendingTenant,
+  spawnNode,
+  startBaseline,
+  stopChild,
+  waitUp,
+} from './child-server.js';
 
-interface AutocannonResult {
-  requests: { average: number; total: number };
-  latency: { p50: number; p99: number; average: number; max: number };
-  non2xx: number;
-  errors: number;
-  timeouts: number;
-}
-interface AutocannonRequest {
-  method?: string;
-  path?: string;
-  headers?: Record<string, string>;
-  body?: string;
-}
-interface AutocannonOptions {
-  url: string;
-  connections: number;
-  duration: number;
-  method?: string;
-  headers?: Record<string, string>;
-  body?: string;
-  requests?: { setupRequest?: (req: AutocannonRequest) => AutocannonRequest }[];
-}
-// autocannon ships no types; this is the part of its programmatic API used here.
-const autocannon = createRequire(import.meta.url)('autocannon') as (o: AutocannonOptions) => Promise<AutocannonResult>;
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
   options: {
     duration: { type: 'string', default: '10' },
@@ -63,69 +46,9 @@ const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const MESSAGES = Number(args.messages);
 const APP_SECRET = 'bench-app-secret';
-const ENTRY = args.dist ? ['dist/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
+const ENTRY = entry(args.dist);
 const TARGET_RPS = 3000;
 const TARGET_P50_MS = 20;
-
-const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.keys(base)) if (/^(DATABASE_URL|PARLEY_|PORT$|LOG_LEVEL$)/.test(name)) delete base[name];
-  return { ...base, NODE_NO_WARNINGS: '1', LOG_LEVEL: 'warn', ...env };
-}
-
-function start(argv: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, argv, { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'inherit'] });
-}
-
-async function waitFor(url: string, child: ChildProcess, ms = 30_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`${url}: process exited with ${child.exitCode}`);
-    try {
-      const res = await request(url);
-      await res.body.dump();
-      if (res.statusCode < 500) return;
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not come up`);
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-  });
-}
-
-async function cli<T>(argv: string[], env: Record<string, string>): Promise<T> {
-  const child = start([...ENTRY, ...argv, '--json'], env);
-  let out = '';
-  child.stdout?.on('data', (d: Buffer) => {
-    out += d.toString();
-  });
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  if (code !== 0) throw new Error(`parley ${argv.join(' ')} failed`);
-  return JSON.parse(out) as T;
-}
 
 function statusBody(phoneNumberId: string, wamid: string, status: string, at: number): string {
   return JSON.stringify({
@@ -185,53 +108,22 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]
   const children: ChildProcess[] = [];
   try {
     log(`${dialect}: seeding an organization, an agent with a number and a key`);
-    const org = await cli<{ id: string }>(['org', 'create', '--name', 'Bench', '--plan', 'paid'], env);
-    const phone = `+1650${2 + Math.floor(Math.random() * 8)}${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
-    const agent = await cli<{ id: string }>(
-      ['agent', 'create', '--org', org.id, '--name', 'Bench', '--number', phone],
-      env,
-    );
-    const key = await cli<{ key: string }>(
-      [
-        'key',
-        'create',
-        '--org',
-        org.id,
-        '--label',
-        'bench',
-        '--scope',
-        'agent',
-        '--agent',
-        agent.id,
-        '--permissions',
-        'channels',
-      ],
-      env,
-    );
-    const numbers = await cli<{ phoneNumberId: string }[]>(['number', 'list', '--org', org.id], env);
-    const phoneNumberId = numbers[0]?.phoneNumberId ?? '';
+    const { key, phoneNumberId } = await seedSendingTenant(args.dist, env);
 
-    const baseline = start(['--import', 'tsx', 'bench/baseline-server.ts', '0'], {});
-    children.push(baseline);
-    const baselinePort = await new Promise<number>((resolve, reject) => {
-      baseline.stdout?.on('data', (d: Buffer) => {
-        const m = /listening (\d+)/.exec(d.toString());
-        if (m) resolve(Number(m[1]));
-      });
-      baseline.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)));
-    });
-    const baselineUrl = `http://127.0.0.1:${baselinePort}/`;
+    const baseline = await startBaseline();
+    children.push(baseline.child);
+    const baselineUrl = `${baseline.url}/`;
     // The sandbox's own statuses are discarded: the load below posts them.
-    const sandbox = start([...ENTRY, 'sandbox', '--port', String(sandboxPort), '--webhook-url', baselineUrl], env);
+    const sandbox = spawnNode([...ENTRY, 'sandbox', '--port', String(sandboxPort), '--webhook-url', baselineUrl], env);
     children.push(sandbox);
-    const parley = start([...ENTRY, 'serve', '--port', String(parleyPort)], env);
+    const parley = spawnNode([...ENTRY, 'serve', '--port', String(parleyPort)], env);
     children.push(parley);
-    await waitFor(`http://127.0.0.1:${sandboxPort}/sandbox/health`, sandbox);
+    await waitUp(`http://127.0.0.1:${sandboxPort}/sandbox/health`, sandbox);
     const base = `http://127.0.0.1:${parleyPort}`;
-    await waitFor(`${base}/api/health`, parley);
+    await waitUp(`${base}/api/health`, parley);
 
     log(`${dialect}: sending ${MESSAGES} templates to have messages to report on`);
-    const auth = { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' };
+    const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const body = JSON.stringify({
       channel: 'msgapp',
       to: '+14155550100',
@@ -318,7 +210,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]
     }
     return { rows, applied: `${applied}/${sample.length}` };
   } finally {
-    for (const child of children.reverse()) await stop(child);
+    for (const child of children.reverse()) await stopChild(child);
     if (dialect === 'postgres' && process.env.DATABASE_URL) await dropPostgresSchema(process.env.DATABASE_URL, schema);
     rmSync(dataDir, { recursive: true, force: true });
   }
