@@ -1,9 +1,12 @@
 /** Helpers shared by the benchmarks: building, spawning servers, waiting for them. */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { dropPostgresSchema } from '../src/db/database.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const CLI = 'dist/cli/main.js';
@@ -215,4 +218,41 @@ export async function seedSendingTenant(
   );
   const numbers = await parleyJson<{ phoneNumberId: string }[]>(dist, ['number', 'list', '--org', org.id], env);
   return { key: created.key, phoneNumberId: numbers[0]?.phoneNumberId ?? '' };
+}
+
+/** The webhook app secret the messaging benchmarks give Parley, so they can sign bodies themselves. */
+export const BENCH_APP_SECRET = 'bench-app-secret';
+
+/**
+ * Settings of a messaging benchmark's processes: a fresh data folder (and, for PostgreSQL, a fresh
+ * schema), the sandbox at `providerUrl` as the provider, a known app secret, rate limits out of the
+ * way; `cleanup` removes the folder and drops the schema.
+ */
+export function messagingBenchEnv(
+  dialect: 'sqlite' | 'postgres',
+  name: string,
+  providerUrl: string,
+): { env: Record<string, string>; cleanup: () => Promise<void> } {
+  const dataDir = mkdtempSync(join(tmpdir(), `parley-bench-${name}-`));
+  const schema = `bench_${name}_${Date.now().toString(36)}`;
+  const env: Record<string, string> = {
+    PARLEY_DATA_DIR: dataDir,
+    PARLEY_REGION: 'us',
+    PARLEY_WEBHOOK_APP_SECRET: BENCH_APP_SECRET,
+    PARLEY_PROVIDER_BASE_URL: providerUrl,
+    PARLEY_SEND_RATE_LIMIT: '1000000000',
+    PARLEY_SEND_RATE_LIMIT_ORG: '1000000000',
+  };
+  const pgUrl = dialect === 'postgres' ? process.env.DATABASE_URL : undefined;
+  if (pgUrl) {
+    env.DATABASE_URL = pgUrl;
+    env.PARLEY_PG_SCHEMA = schema;
+  }
+  return {
+    env,
+    async cleanup() {
+      if (pgUrl) await dropPostgresSchema(pgUrl, schema);
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }

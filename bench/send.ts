@@ -14,12 +14,8 @@
  * "Added by Parley" is Parley's latency minus the sandbox's, measured one request at a time.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { dropPostgresSchema } from '../src/db/database.js';
 import {
   type AutocannonOptions,
   type AutocannonResult,
@@ -27,6 +23,7 @@ import {
   entry,
   freePort,
   log,
+  messagingBenchEnv,
   quantile,
   seedSendingTenant,
   spawnNode,
@@ -47,7 +44,6 @@ const { values: args } = parseArgs({
 const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const SEQUENTIAL = Number(args.sequential);
-const APP_SECRET = 'bench-app-secret';
 const ENTRY = entry(args.dist);
 
 async function load(url: string, options: Partial<AutocannonOptions> = {}): Promise<AutocannonResult> {
@@ -81,23 +77,10 @@ interface Row {
 }
 
 async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-send-'));
-  const schema = `bench_send_${Date.now().toString(36)}`;
   const sandboxPort = await freePort();
   const directPort = await freePort();
   const parleyPort = await freePort();
-  const env: Record<string, string> = {
-    PARLEY_DATA_DIR: dataDir,
-    PARLEY_REGION: 'us',
-    PARLEY_WEBHOOK_APP_SECRET: APP_SECRET,
-    PARLEY_PROVIDER_BASE_URL: `http://127.0.0.1:${sandboxPort}`,
-    PARLEY_SEND_RATE_LIMIT: '1000000000',
-    PARLEY_SEND_RATE_LIMIT_ORG: '1000000000',
-  };
-  if (dialect === 'postgres' && process.env.DATABASE_URL) {
-    env.DATABASE_URL = process.env.DATABASE_URL;
-    env.PARLEY_PG_SCHEMA = schema;
-  }
+  const { env, cleanup } = messagingBenchEnv(dialect, 'send', `http://127.0.0.1:${sandboxPort}`);
   const children: ChildProcess[] = [];
   try {
     log(`${dialect}: seeding an organization, an agent with a number and a key`);
@@ -178,8 +161,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
     return rows;
   } finally {
     for (const child of children.reverse()) await stopChild(child);
-    if (dialect === 'postgres' && process.env.DATABASE_URL) await dropPostgresSchema(process.env.DATABASE_URL, schema);
-    rmSync(dataDir, { recursive: true, force: true });
+    await cleanup();
   }
 }
 

@@ -15,18 +15,16 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { dropPostgresSchema } from '../src/db/database.js';
 import {
   type AutocannonRequest,
   autocannon,
+  BENCH_APP_SECRET,
   entry,
   freePort,
   log,
+  messagingBenchEnv,
   seedSendingTenant,
   spawnNode,
   startBaseline,
@@ -45,7 +43,6 @@ const { values: args } = parseArgs({
 const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const MESSAGES = Number(args.messages);
-const APP_SECRET = 'bench-app-secret';
 const ENTRY = entry(args.dist);
 const TARGET_RPS = 3000;
 const TARGET_P50_MS = 20;
@@ -89,22 +86,9 @@ interface Row {
 }
 
 async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]; applied: string }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-webhooks-'));
-  const schema = `bench_wh_${Date.now().toString(36)}`;
   const sandboxPort = await freePort();
   const parleyPort = await freePort();
-  const env: Record<string, string> = {
-    PARLEY_DATA_DIR: dataDir,
-    PARLEY_REGION: 'us',
-    PARLEY_WEBHOOK_APP_SECRET: APP_SECRET,
-    PARLEY_PROVIDER_BASE_URL: `http://127.0.0.1:${sandboxPort}`,
-    PARLEY_SEND_RATE_LIMIT: '1000000000',
-    PARLEY_SEND_RATE_LIMIT_ORG: '1000000000',
-  };
-  if (dialect === 'postgres' && process.env.DATABASE_URL) {
-    env.DATABASE_URL = process.env.DATABASE_URL;
-    env.PARLEY_PG_SCHEMA = schema;
-  }
+  const { env, cleanup } = messagingBenchEnv(dialect, 'wh', `http://127.0.0.1:${sandboxPort}`);
   const children: ChildProcess[] = [];
   try {
     log(`${dialect}: seeding an organization, an agent with a number and a key`);
@@ -146,7 +130,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]
     for (const [i, status] of ['sent', 'delivered', 'read'].entries()) {
       for (const wamid of wamids) {
         const b = statusBody(phoneNumberId, wamid, status, now + i * 1000);
-        bodies.push({ body: b, signature: `sha256=${createHmac('sha256', APP_SECRET).update(b).digest('hex')}` });
+        bodies.push({ body: b, signature: `sha256=${createHmac('sha256', BENCH_APP_SECRET).update(b).digest('hex')}` });
       }
     }
     let next = 0;
@@ -211,8 +195,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]
     return { rows, applied: `${applied}/${sample.length}` };
   } finally {
     for (const child of children.reverse()) await stopChild(child);
-    if (dialect === 'postgres' && process.env.DATABASE_URL) await dropPostgresSchema(process.env.DATABASE_URL, schema);
-    rmSync(dataDir, { recursive: true, force: true });
+    await cleanup();
   }
 }
 
