@@ -81,7 +81,7 @@ export async function createContext(
     logger.error({ err }, 'could not record key last-used times'),
   );
   lastUsed.start();
-  const sendRateLimiter = createSendRateLimiter({
+  const sendRateLimiter = await createSendRateLimiter({
     ...config.sendRateLimit,
     region: region.region,
     logger,

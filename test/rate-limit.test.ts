@@ -136,7 +136,13 @@ describe.each(DIALECTS)('send rate limits, in memory (%s)', (dialect) => {
 
   it('has room again once the window that refused has ended', async () => {
     // Same limiter, a 1-second window instead of 60, so the test does not wait a minute.
-    const short = createSendRateLimiter({ perKey: 2, perOrg: 100, region: 'us', logger: silent, windowSeconds: 1 });
+    const short = await createSendRateLimiter({
+      perKey: 2,
+      perOrg: 100,
+      region: 'us',
+      logger: silent,
+      windowSeconds: 1,
+    });
     const shortApp = await limitedApp(t, short);
     try {
       const { keys } = await orgWithKeys(t, 1);
@@ -161,7 +167,7 @@ describe('send rate limiter with Redis unreachable', () => {
   it('falls back to counting in the process and logs a warning', async () => {
     const warnings: string[] = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) });
-    const limiter = createSendRateLimiter({
+    const limiter = await createSendRateLimiter({
       perKey: 2,
       perOrg: 10,
       region: 'us',
@@ -193,8 +199,7 @@ describe.skipIf(!REDIS_URL)('send rate limits shared through Redis', () => {
         redisUrl: REDIS_URL,
         redisPrefix: prefix,
       });
-    const one = make();
-    const two = make();
+    const [one, two] = await Promise.all([make(), make()]);
     await Promise.all([one.ready(), two.ready()]);
     const { Redis } = await import('ioredis');
     const redis = new Redis(REDIS_URL ?? '');

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
+import type pgTypes from 'pg';
 import { ConfigError, type DatabaseConfig } from '../config.js';
 import { migrationProvider } from './migrations/index.js';
 import { useSqliteStatements } from './precompiled.js';
@@ -18,8 +18,18 @@ export interface Database {
   close(): Promise<void>;
 }
 
-// BIGINT (int8) columns hold ms timestamps, well inside Number's safe range.
-pg.types.setTypeParser(20, (value) => Number(value));
+/**
+ * The PostgreSQL driver, loaded on first use: a server on SQLite never needs it (and saves its
+ * memory). BIGINT (int8) columns hold ms timestamps, well inside Number's safe range.
+ */
+let pgModule: Promise<typeof pgTypes> | undefined;
+function loadPg(): Promise<typeof pgTypes> {
+  pgModule ??= import('pg').then(({ default: pg }) => {
+    pg.types.setTypeParser(20, (value) => Number(value));
+    return pg;
+  });
+  return pgModule;
+}
 
 export async function openDatabase(config: DatabaseConfig, options: { poolSize?: number } = {}): Promise<Database> {
   if (config.kind === 'sqlite') {
@@ -39,6 +49,7 @@ export async function openDatabase(config: DatabaseConfig, options: { poolSize?:
     };
   }
 
+  const pg = await loadPg();
   // Make sure the region's schema exists before the pool pins search_path to it.
   const bootstrap = new pg.Client({ connectionString: config.url });
   try {
@@ -102,6 +113,7 @@ export async function migrateToLatest(db: Kysely<DB>): Promise<string[]> {
 
 /** Drops a PostgreSQL schema (tests use one schema per run). */
 export async function dropPostgresSchema(url: string, schema: string): Promise<void> {
+  const pg = await loadPg();
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

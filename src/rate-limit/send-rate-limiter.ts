@@ -1,4 +1,3 @@
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 
@@ -75,19 +74,22 @@ interface Counter {
 
 const WARN_EVERY_MS = 30_000;
 
-export function createSendRateLimiter(options: SendRateLimiterOptions): SendRateLimiter {
+/** Builds the limiter; the Redis client is loaded only when `redisUrl` is set. */
+export async function createSendRateLimiter(options: SendRateLimiterOptions): Promise<SendRateLimiter> {
   const windowSeconds = options.windowSeconds ?? WINDOW_SECONDS;
   const prefix = `${options.redisPrefix ?? 'parley'}:${options.region}:rl`;
-  const redis = options.redisUrl
-    ? new Redis(options.redisUrl, {
-        // Fail fast instead of queueing commands while disconnected: a send must not wait on Redis.
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 1,
-        commandTimeout: 500,
-        connectTimeout: 2_000,
-        lazyConnect: false,
-      })
-    : undefined;
+  const Redis = options.redisUrl ? (await import('ioredis')).Redis : undefined;
+  const redis =
+    options.redisUrl && Redis
+      ? new Redis(options.redisUrl, {
+          // Fail fast instead of queueing commands while disconnected: a send must not wait on Redis.
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 1,
+          commandTimeout: 500,
+          connectTimeout: 2_000,
+          lazyConnect: false,
+        })
+      : undefined;
   let lastWarning = 0;
   const warn = (err: unknown) => {
     const now = Date.now();

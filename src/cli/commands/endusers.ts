@@ -1,9 +1,7 @@
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, statSync, type WriteStream } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
-import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
-import { parse } from 'csv-parse';
 import { isOrigin, ORIGINS } from '../../end-users/end-user.model.js';
 import { MAX_BATCH } from '../../end-users/end-user.schemas.js';
 import { createEndUsers } from '../../end-users/end-user.service.js';
@@ -65,6 +63,11 @@ export function registerEndUserCommands(program: Command): void {
         const rejectsPath = flags.rejects ?? join(dirname(file), `${basename(file, extname(file))}.rejects.csv`);
 
         await withAdmin(flags, async ({ database, clock }) => {
+          // Loaded here, not at start-up: `parley serve` never needs them.
+          const [{ default: cliProgress }, { parse }] = await Promise.all([
+            import('cli-progress'),
+            import('csv-parse'),
+          ]);
           const org = await getOrganization(database.db, flags.org);
           const started = Date.now();
           const tty = process.stderr.isTTY === true && !flags.json;
