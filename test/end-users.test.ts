@@ -513,6 +513,9 @@ describe.each(DIALECTS)('end users (%s)', (dialect) => {
           tags: i < 3 ? ['early'] : ['late'],
         });
         ids.push(res.json()._id);
+        // Newest first means by creation time; records made in the same millisecond are ordered
+        // by _id instead, so each record gets a millisecond of its own.
+        await new Promise((resolve) => setTimeout(resolve, 2));
       }
     });
 
