@@ -12,7 +12,7 @@ export const REGION_NAMES: Record<Region, string> = {
 
 export type DatabaseConfig =
   | { readonly kind: 'sqlite'; readonly file: string }
-  | { readonly kind: 'postgres'; readonly url: string; readonly schema: string };
+  | { readonly kind: 'postgres'; readonly url: string; readonly schema: string; readonly poolSize: number };
 
 export interface RegionConfig {
   readonly region: Region;
@@ -136,11 +136,13 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
       ? validUrl(`PARLEY_BASE_URL_${upper}`, baseRaw)
       : `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     const pgUrl = env[`DATABASE_URL_${upper}`] ?? env.DATABASE_URL;
+    const poolSize = pgUrl ? parsePositiveInt('PARLEY_PG_POOL_SIZE', env.PARLEY_PG_POOL_SIZE, 10) : 0;
     const database: DatabaseConfig = pgUrl
       ? {
           kind: 'postgres',
           url: pgUrl,
           schema: env[`PARLEY_PG_SCHEMA_${upper}`] ?? env.PARLEY_PG_SCHEMA ?? `parley_${region}`,
+          poolSize,
         }
       : { kind: 'sqlite', file: resolve(dataDir, `parley-${region}.db`) };
     if (database.kind === 'postgres' && !/^[a-z_][a-z0-9_]{0,62}$/.test(database.schema)) {

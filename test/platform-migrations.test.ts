@@ -21,7 +21,7 @@ function freshConfig(dialect: TestDialect): { config: DatabaseConfig; cleanup: (
   const url = PG_URL;
   if (dialect === 'postgres' && url) {
     const schema = `t_${randomBase62(12).toLowerCase()}`;
-    return { config: { kind: 'postgres', url, schema }, cleanup: () => dropPostgresSchema(url, schema) };
+    return { config: { kind: 'postgres', url, schema, poolSize: 2 }, cleanup: () => dropPostgresSchema(url, schema) };
   }
   const dir = mkdtempSync(join(tmpdir(), 'parley-migrate-'));
   return {

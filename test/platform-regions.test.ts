@@ -81,9 +81,11 @@ describe('configuration', () => {
       { ...env, DATABASE_URL: 'postgres://db/parley', DATABASE_URL_EU: 'postgres://eu-db/parley' },
     );
     expect(config.regions.map((r) => r.database)).toEqual([
-      { kind: 'postgres', url: 'postgres://db/parley', schema: 'parley_us' },
-      { kind: 'postgres', url: 'postgres://eu-db/parley', schema: 'parley_eu' },
+      { kind: 'postgres', url: 'postgres://db/parley', schema: 'parley_us', poolSize: 10 },
+      { kind: 'postgres', url: 'postgres://eu-db/parley', schema: 'parley_eu', poolSize: 10 },
     ]);
+    const pooled = loadConfig({}, { ...env, DATABASE_URL: 'postgres://db/parley', PARLEY_PG_POOL_SIZE: '25' });
+    expect(pooled.regions[0]?.database).toMatchObject({ kind: 'postgres', poolSize: 25 });
   });
 
   it('says clearly what is wrong', () => {
@@ -96,6 +98,9 @@ describe('configuration', () => {
     expect(error(() => loadConfig({ regions: 'us,eu', port: 65535 }, env))).toMatch(/past 65535/);
     expect(error(() => loadConfig({}, { ...env, PARLEY_BASE_URL: 'not a url' }))).toMatch(/must be a URL/);
     expect(error(() => loadConfig({}, { ...env, PARLEY_BODY_LIMIT: '-1' }))).toMatch(/PARLEY_BODY_LIMIT/);
+    expect(
+      error(() => loadConfig({}, { ...env, DATABASE_URL: 'postgres://x/y', PARLEY_PG_POOL_SIZE: 'many' })),
+    ).toMatch(/PARLEY_PG_POOL_SIZE must be a positive integer/);
     expect(error(() => loadConfig({}, { ...env, LOG_LEVEL: 'verbose' }))).toBe(
       'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"',
     );

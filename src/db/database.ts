@@ -66,7 +66,7 @@ export async function openDatabase(config: DatabaseConfig, options: { poolSize?:
   }
   const pool = new pg.Pool({
     connectionString: config.url,
-    max: options.poolSize ?? 10,
+    max: options.poolSize ?? config.poolSize,
     options: `-c search_path=${config.schema}`,
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
