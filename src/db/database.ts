@@ -5,7 +5,7 @@ import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql 
 import type pgTypes from 'pg';
 import { ConfigError, type DatabaseConfig } from '../config.js';
 import { migrationProvider } from './migrations/index.js';
-import { useSqliteStatements } from './precompiled.js';
+import { usePgStatements, useSqliteStatements } from './precompiled.js';
 import type { DB } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -70,6 +70,7 @@ export async function openDatabase(config: DatabaseConfig, options: { poolSize?:
     options: `-c search_path=${config.schema}`,
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  usePgStatements(db, pool);
   return { db, dialect: 'postgres', sqlite: undefined, close: () => db.destroy() };
 }
 

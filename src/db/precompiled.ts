@@ -14,6 +14,26 @@ interface SqliteHandle {
 
 const sqliteHandles = new WeakMap<Kysely<DB>, SqliteHandle>();
 
+/** The part of pg's Pool used here (a type, so that SQLite servers never load the driver). */
+export interface PgPool {
+  query(config: {
+    name: string;
+    text: string;
+    values: unknown[];
+  }): Promise<{ rows: unknown[]; rowCount: number | null; command: string }>;
+}
+
+const pgPools = new WeakMap<Kysely<DB>, PgPool>();
+let statementNames = 0;
+
+/**
+ * Lets precompiled queries on this PostgreSQL database run as named prepared statements: each
+ * connection parses and plans one once, then only binds and executes it.
+ */
+export function usePgStatements(db: Kysely<DB>, pool: PgPool): void {
+  pgPools.set(db, pool);
+}
+
 /** Lets precompiled queries on this SQLite database run as cached prepared statements. */
 export function useSqliteStatements(db: Kysely<DB>, sqlite: SQLite.Database): void {
   sqliteHandles.set(db, { sqlite, writes: new GroupCommit(db, sqlite) });
@@ -107,6 +127,8 @@ interface Entry<R> {
   readonly compiled: CompiledQuery<R>;
   readonly slots: readonly (number | undefined)[];
   statement?: SQLite.Statement;
+  /** Name of the PostgreSQL prepared statement. */
+  readonly name: string;
 }
 
 /**
@@ -125,7 +147,7 @@ export function precompiled<R>(build: (db: Kysely<DB>) => Compilable<R>) {
       const slots = compiled.parameters.map((p) =>
         typeof p === 'string' && p.startsWith(MARK) ? Number(p.slice(MARK.length)) : undefined,
       );
-      entry = { compiled, slots };
+      entry = { compiled, slots, name: `prl_${++statementNames}` };
       cache.set(db, entry);
     }
     const { compiled, slots } = entry;
@@ -143,6 +165,16 @@ export function precompiled<R>(build: (db: Kysely<DB>) => Compilable<R>) {
       } catch (err) {
         return Promise.reject(err);
       }
+    }
+    const pool = pgPools.get(db);
+    if (pool) {
+      return pool
+        .query({ name: entry.name, text: compiled.sql, values: parameters })
+        .then((result) =>
+          result.command === 'SELECT'
+            ? { rows: result.rows as R[] }
+            : { rows: result.rows as R[], numAffectedRows: BigInt(result.rowCount ?? 0) },
+        );
     }
     return db.executeQuery<R>({ ...compiled, parameters });
   };
