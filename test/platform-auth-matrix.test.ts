@@ -62,6 +62,8 @@ interface RouteCase {
   organizationOnly?: boolean;
   /** Probe routes exist in every build. */
   probe?: boolean;
+  /** A route of the spec that is not built yet: its cases are skipped until it is. */
+  notBuiltYet?: boolean;
 }
 
 const email = () => `m-${randomBase62(10).toLowerCase()}@example.com`;
@@ -158,6 +160,7 @@ const ROUTES: RouteCase[] = [
     family: 'channel',
     agentTargeted: 'path',
     body: () => ({}),
+    notBuiltYet: true,
   },
   {
     method: 'POST',
@@ -228,9 +231,12 @@ const PRESENT = await registeredRoutes();
 const label = (r: RouteCase) => `${r.method} ${r.path}`;
 const isPresent = (r: RouteCase) => r.probe === true || PRESENT.has(label(r));
 const MISSING = ROUTES.filter((r) => !isPresent(r)).map(label);
-if (MISSING.length > 0) {
-  process.stderr.write(`auth matrix: not registered yet, skipped: ${MISSING.join(', ')}\n`);
-}
+
+describe('the routes of the auth matrix', () => {
+  it('are all registered, but for the ones marked as not built yet (which must really be absent)', () => {
+    expect(MISSING).toEqual(ROUTES.filter((r) => r.notBuiltYet).map(label));
+  });
+});
 
 /** Keys of each kind, by name. */
 interface Keys {

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +9,7 @@ import { makeKey, makeOrg } from './helpers/factories.js';
 import {
   createProbeApp,
   INTERNAL_SECRET,
+  PROBE_AGENT_PATH,
   PROBE_CHANNEL,
   PROBE_CODED,
   PROBE_CRASH,
@@ -62,6 +64,10 @@ describe.each(DIALECTS)('hardening (%s)', (dialect) => {
     if (family === 'channel') expect(body).toEqual({ success: false, error: expect.any(String) });
     else expect(body).toMatchObject({ error: expect.any(String), code });
   };
+
+  it('every route these checks name is registered (none is skipped)', () => {
+    expect([...registered].sort()).toEqual(POSTS.map((p) => p.url).sort());
+  });
 
   it('unknown route: 404 JSON, in the envelope of its URL family', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/api/nothing/here?x=1' });
@@ -146,6 +152,154 @@ describe.each(DIALECTS)('hardening (%s)', (dialect) => {
       });
     });
   }
+
+  it('an unknown route is a 404 before its body is read: not a 400 for bad JSON, not a 413', async () => {
+    const bad = await t.app.inject({
+      method: 'POST',
+      url: '/api/nope',
+      headers: { 'content-type': 'application/json' },
+      payload: '{bad',
+    });
+    expect(bad.statusCode).toBe(404);
+    expect(bad.json()).toEqual({ error: 'No route POST /api/nope.', code: 'NOT_FOUND' });
+    const big = await t.app.inject({
+      method: 'POST',
+      url: '/api/health',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ pad: 'x'.repeat(BODY_LIMIT * 2) }),
+    });
+    expect(big.statusCode).toBe(404);
+    expect(big.json()).toEqual({ error: 'No route POST /api/health.', code: 'NOT_FOUND' });
+    const channel = await t.app.inject({
+      method: 'PUT',
+      url: '/api/channels/send',
+      headers: { 'content-type': 'text/plain' },
+      payload: 'x',
+    });
+    expect(channel.statusCode).toBe(404);
+    expect(channel.json()).toEqual({ success: false, error: 'No route PUT /api/channels/send.' });
+  });
+
+  it('a NUL character in a body string is a 400 naming the field, in each envelope', async () => {
+    const coded = await t.app.inject({
+      method: 'POST',
+      url: PROBE_CODED,
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: '{"n": 1, "convId": "a\\u0000b"}',
+    });
+    expect(coded.statusCode).toBe(400);
+    expect(coded.json()).toEqual({
+      error: "Invalid body: 'convId' must not contain the NUL character (\\u0000).",
+      code: 'INVALID_BODY',
+      field: 'convId',
+    });
+    const nested = await t.app.inject({
+      method: 'POST',
+      url: PROBE_CHANNEL,
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: '{"convId": "x", "deep": {"list": ["ok", "\\u0000"]}}',
+    });
+    expect(nested.statusCode).toBe(400);
+    expect(nested.json()).toEqual({
+      success: false,
+      error: "Invalid body: 'deep.list.1' must not contain the NUL character (\\u0000).",
+    });
+    // An escaped backslash followed by "u0000" is ordinary text, not a NUL.
+    const text = await t.app.inject({
+      method: 'POST',
+      url: PROBE_CODED,
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: '{"n": 1, "convId": "C:\\\\u0000"}',
+    });
+    expect(text.statusCode).toBe(404);
+    expect(text.json().error).toBe('No agent matches "C:\\u0000".');
+  });
+
+  it('a NUL in a query value is a 400 naming it; in a path parameter a 404', async () => {
+    const query = await t.app.inject({ method: 'GET', url: `${PROBE_CODED}?q=a%00b`, headers: auth });
+    expect(query.statusCode).toBe(400);
+    expect(query.json()).toEqual({
+      error: "Invalid query parameter: 'q' must not contain the NUL character (%00).",
+      code: 'INVALID_BODY',
+      field: 'q',
+    });
+    const path = await t.app.inject({
+      method: 'POST',
+      url: PROBE_AGENT_PATH.replace(':agentId', 'a%00b'),
+      headers: auth,
+      payload: {},
+    });
+    expect(path.statusCode).toBe(404);
+    expect(path.json()).toEqual({
+      success: false,
+      error: "Not found: the path parameter 'agentId' contains the NUL character.",
+    });
+    // The key is still checked first.
+    const anonymous = await t.app.inject({ method: 'GET', url: `${PROBE_CODED}?q=a%00b` });
+    expect(anonymous.statusCode).toBe(401);
+  });
+
+  it("'__proto__' in a body: a 400 that says so", async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: PROBE_CODED,
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: '{"n": 1, "__proto__": {"admin": true}}',
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      error: "The request body must not use the keys '__proto__' or 'constructor.prototype'.",
+      code: 'INVALID_BODY',
+    });
+  });
+
+  it('an empty body sent with a JSON Content-Type on GET or DELETE is no body', async () => {
+    const get = await t.app.inject({
+      method: 'GET',
+      url: PROBE_CODED,
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: '',
+    });
+    expect(get.statusCode).toBe(200);
+    const del = await t.app.inject({
+      method: 'DELETE',
+      url: '/api/endusers/eu_nosuchrecord0000000000',
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: '',
+    });
+    expect(del.statusCode).toBe(404);
+    expect(del.json().code).toBe('NOT_FOUND');
+  });
+
+  it('a path that is not valid percent-encoding: 400 INVALID_URL in the envelope of its family', async () => {
+    const coded = await t.app.inject({ method: 'GET', url: '/api/endusers/%E0%A4%A' });
+    expect(coded.statusCode).toBe(400);
+    expect(coded.json()).toEqual({
+      error: 'The request path is not valid: it is not correctly percent-encoded.',
+      code: 'INVALID_URL',
+    });
+    expect(coded.headers['x-content-type-options']).toBe('nosniff');
+    expect(coded.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const channel = await t.app.inject({ method: 'GET', url: '/api/messages/%zz' });
+    expect(channel.statusCode).toBe(400);
+    expect(channel.json()).toEqual({
+      success: false,
+      error: 'The request path is not valid: it is not correctly percent-encoded.',
+    });
+  });
+
+  it('a path parameter longer than any ID reaches the route (auth first); past 1,024 characters: 404', async () => {
+    const long = await t.app.inject({
+      method: 'POST',
+      url: PROBE_AGENT_PATH.replace(':agentId', 'a'.repeat(300)),
+      payload: {},
+    });
+    expect(long.statusCode).toBe(401);
+    const huge = await t.app.inject({ method: 'GET', url: `/api/messages/${'a'.repeat(1100)}` });
+    expect(huge.statusCode).toBe(404);
+    expect(huge.json()).toEqual({ success: false, error: 'Not found: a path segment is longer than any ID.' });
+    expect(huge.headers['x-frame-options']).toBe('DENY');
+  });
 
   it('a schema violation names the field, without echoing internals', async () => {
     const res = await t.app.inject({
@@ -266,6 +420,80 @@ describe('graceful shutdown of the HTTP server', () => {
       await closing;
       expect(Date.now() - started).toBeLessThan(5000);
       await expect(fetch(`${url}/api/health`)).rejects.toThrow();
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('requests the HTTP parser refuses, and requests during shutdown', () => {
+  const rawExchange = (port: number, bytes: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(bytes));
+      let out = '';
+      socket.on('data', (d) => {
+        out += d.toString();
+      });
+      socket.on('end', () => resolve(out));
+      socket.on('error', reject);
+    });
+
+  it('not HTTP, or headers over the limit: a JSON answer in the coded envelope, with the security headers', async () => {
+    const t = await createProbeApp('sqlite');
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const address = t.app.server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    try {
+      const garbage = await rawExchange(port, 'HELLO THERE\r\n\r\n');
+      expect(garbage).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      expect(garbage).toContain('x-content-type-options: nosniff');
+      expect(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4))).toEqual({
+        error: 'The request is not valid HTTP.',
+        code: 'MALFORMED_REQUEST',
+      });
+      const huge = await rawExchange(
+        port,
+        `GET /api/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      );
+      expect(huge).toMatch(/^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+      expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4))).toEqual({
+        error: 'The request headers are larger than the server accepts.',
+        code: 'HEADERS_TOO_LARGE',
+      });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a request arriving while the server shuts down: 503 in its envelope, with Retry-After', async () => {
+    const t = await createProbeApp('sqlite');
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const address = t.app.server.address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    try {
+      // A request whose headers are still arriving when close() begins: its connection is busy,
+      // so it is not dropped, and the request reaches the app after shutdown has started.
+      const socket = connect(port, '127.0.0.1');
+      await new Promise((r) => socket.once('connect', r));
+      let out = '';
+      socket.on('data', (d) => {
+        out += d.toString();
+      });
+      const ended = new Promise((r) => socket.once('close', r));
+      socket.write('POST /api/channels/send HTTP/1.1\r\nHost: x\r\n');
+      await new Promise((r) => setTimeout(r, 50));
+      const closing = t.app.close();
+      await new Promise((r) => setTimeout(r, 50));
+      socket.write('Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+      await ended;
+      await closing;
+      expect(out).toMatch(/^HTTP\/1\.1 503 Service Unavailable/);
+      expect(out).toMatch(/retry-after: 1/i);
+      expect(out).toMatch(/x-content-type-options: nosniff/i);
+      expect(JSON.parse(out.slice(out.indexOf('\r\n\r\n') + 4))).toEqual({
+        success: false,
+        error: 'The server is shutting down; retry in a moment.',
+      });
     } finally {
       await t.close();
     }

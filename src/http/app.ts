@@ -9,7 +9,9 @@ import { endUserRoutes } from '../end-users/end-user.routes.js';
 import { messageRoutes } from '../messaging/message.routes.js';
 import { webhookRoutes } from '../messaging/webhook.routes.js';
 import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
-import { ChannelError, CodedError, installErrorHandlers } from './errors.js';
+import { AppError } from '../shared/errors.js';
+import { ChannelError, CodedError, clientError, frameworkError, installErrorHandlers } from './errors.js';
+import { checkUrlForNul, installJsonParser } from './json-body.js';
 import { publicRoutes } from './public.routes.js';
 import { SECURITY_HEADERS } from './security-headers.js';
 import { installValidators } from './validation.js';
@@ -37,8 +39,13 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    return503OnClosing: true,
+    // Fastify's own 503 while closing would skip the envelope; the onRequest hook below answers it.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
+    // Long enough for any ID a route takes (message IDs are up to 512); longer segments: 404 below.
+    routerOptions: { maxParamLength: 1024 },
+    frameworkErrors: frameworkError,
+    clientErrorHandler: clientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorateRequest('principal', null);
@@ -46,12 +53,31 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   installErrorHandlers(app, ctx.config.bodyLimit);
   // JSON only: Fastify's default text/plain parser would let a non-JSON body reach the schema.
   app.removeContentTypeParser('text/plain');
+  installJsonParser(app);
 
   // Once shutdown starts, responses still in flight close their connection: a keep-alive client
   // would otherwise hold the server open until its idle timeout (72 s), past the shutdown delay.
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
+  });
+  // Before any route hook (so before authentication and before the body is read): an unknown route
+  // is a 404, and a request arriving while the server shuts down a 503, both in the route's envelope.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (closing) {
+      done(
+        new AppError('SERVICE_UNAVAILABLE', 'The server is shutting down; retry in a moment.', {
+          headers: { 'retry-after': '1' },
+        }),
+      );
+    } else if (request.is404) {
+      done(new AppError('NOT_FOUND', 'No such route.'));
+    } else {
+      done();
+    }
+  });
+  app.addHook('preValidation', (request, _reply, done) => {
+    done(checkUrlForNul(request));
   });
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.headers(SECURITY_HEADERS);

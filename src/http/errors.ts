@@ -1,6 +1,8 @@
+import type { Duplex } from 'node:stream';
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, isAppError } from '../shared/errors.js';
+import { SECURITY_HEADERS } from './security-headers.js';
 
 /**
  * Route families and their error envelopes (spec section 7):
@@ -51,13 +53,18 @@ const STATUS_TEXT: Record<number, string> = {
   413: 'Request body too large.',
   422: 'Unprocessable request.',
   429: 'Rate limit exceeded; retry after the number of seconds in Retry-After.',
+  500: 'Unexpected server failure; the body never carries details (they are logged with the request ID).',
   502: 'The messaging provider could not be reached or failed.',
+  503: 'The server is shutting down; retry on another instance or in a moment.',
 };
+
+/** Statuses any route can answer, whatever it does. */
+const ALWAYS = [500, 503] as const;
 
 /** Response schemas for the error statuses a route can answer, in its family's envelope. */
 export function errorResponses(family: Family, statuses: readonly number[]): Record<number, TSchema> {
   const out: Record<number, TSchema> = {};
-  for (const status of statuses) {
+  for (const status of [...statuses, ...ALWAYS]) {
     const base = family === 'channel' ? ChannelError : CodedError;
     out[status] = Type.Ref(base, { description: STATUS_TEXT[status] ?? 'Error.' });
   }
@@ -156,7 +163,8 @@ export function toAppError(err: FastifyError | AppError | Error, bodyLimit: numb
 
 export function installErrorHandlers(app: FastifyInstance, bodyLimit: number): void {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const appErr = toAppError(err, bodyLimit);
+    // An unknown route is a 404 whatever else is wrong with the request (its body, say).
+    const appErr = request.is404 ? notFound(request) : toAppError(err, bodyLimit);
     if (appErr.code === 'INTERNAL') {
       request.log.error({ err }, 'request failed');
     } else if (appErr.status >= 500) {
@@ -167,8 +175,61 @@ export function installErrorHandlers(app: FastifyInstance, bodyLimit: number): v
   });
 
   app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? request.url;
-    const err = new AppError('NOT_FOUND', `No route ${request.method} ${path}.`);
-    reply.code(404).send(envelope(familyOfUrl(request.url), err));
+    reply.code(404).send(envelope(familyOfUrl(request.url), notFound(request)));
   });
+}
+
+function notFound(request: FastifyRequest): AppError {
+  const path = request.url.split('?')[0] ?? request.url;
+  return new AppError('NOT_FOUND', `No route ${request.method} ${clip(path)}.`);
+}
+
+/** At most `max` characters of a caller's text, for echoing it in a sentence. */
+export function clip(text: string, max = 200): string {
+  return text.length <= max ? text : `${text.slice(0, max)}...`;
+}
+
+/**
+ * Errors Fastify's router raises before any route runs: a path that is not valid percent-encoding,
+ * or a path segment longer than any ID. Answered in the envelope of the path's family.
+ */
+export function frameworkError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const appErr =
+    err.code === 'FST_ERR_BAD_URL'
+      ? new AppError('INVALID_URL', 'The request path is not valid: it is not correctly percent-encoded.')
+      : err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? new AppError('NOT_FOUND', 'Not found: a path segment is longer than any ID.')
+        : new AppError('INTERNAL', 'Internal server error.');
+  if (appErr.code === 'INTERNAL') request.log.error({ err }, 'router failure');
+  // No route, so none of the app's hooks run: the headers they would add are set here.
+  reply.headers(SECURITY_HEADERS).header('x-request-id', request.id);
+  reply.code(appErr.status).send(envelope(familyOfUrl(request.url), appErr));
+}
+
+/**
+ * Requests Node's HTTP parser refuses (not HTTP, headers over the limit) never reach a route; they
+ * still get a JSON answer in the coded envelope, with the security headers, and the connection is
+ * closed.
+ */
+export function clientError(err: NodeJS.ErrnoException & { bytesParsed?: number }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const appErr =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new AppError('HEADERS_TOO_LARGE', 'The request headers are larger than the server accepts.')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? new AppError('MALFORMED_REQUEST', 'The request was not received in time.')
+        : new AppError('MALFORMED_REQUEST', 'The request is not valid HTTP.');
+  const body = JSON.stringify(envelope('coded', appErr));
+  const reason = appErr.status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
+  const headers = Object.entries(SECURITY_HEADERS)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  socket.end(
+    `HTTP/1.1 ${appErr.status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${headers}\r\n${body}`,
+  );
 }

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../context.js';
+import { errorResponses } from './errors.js';
 
 const Health = Type.Object({
   status: Type.Literal('ok'),
@@ -16,7 +17,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asyn
         summary: 'Reachability check',
         tags: ['public'],
         security: [],
-        response: { 200: Health },
+        response: { 200: Health, ...errorResponses('coded', []) },
       },
     },
     async () => ({
@@ -34,7 +35,10 @@ export const publicRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asyn
         summary: "This region's OpenAPI description",
         tags: ['public'],
         security: [],
-        response: { 200: Type.Object({}, { additionalProperties: true, description: 'An OpenAPI 3.0 document.' }) },
+        response: {
+          200: Type.Object({}, { additionalProperties: true, description: 'An OpenAPI 3.0 document.' }),
+          ...errorResponses('coded', []),
+        },
       },
     },
     async () => {

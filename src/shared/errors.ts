@@ -20,6 +20,9 @@ export type ErrorCode =
   | 'RATE_LIMITED'
   | 'PROVIDER_REJECTED'
   | 'PROVIDER_UNAVAILABLE'
+  | 'MALFORMED_REQUEST'
+  | 'HEADERS_TOO_LARGE'
+  | 'SERVICE_UNAVAILABLE'
   | 'INTERNAL';
 
 export function statusOf(code: ErrorCode): number {
@@ -31,6 +34,7 @@ export function statusOf(code: ErrorCode): number {
     case 'UPDATE_FAILED':
     case 'DELETE_FAILED':
     case 'PROVIDER_REJECTED':
+    case 'MALFORMED_REQUEST':
       return 400;
     case 'UNAUTHORIZED':
       return 401;
@@ -49,10 +53,14 @@ export function statusOf(code: ErrorCode): number {
       return 422;
     case 'RATE_LIMITED':
       return 429;
+    case 'HEADERS_TOO_LARGE':
+      return 431;
     case 'PROVIDER_UNAVAILABLE':
       return 502;
     case 'INTERNAL':
       return 500;
+    case 'SERVICE_UNAVAILABLE':
+      return 503;
     default: {
       const unreachable: never = code;
       return unreachable;

@@ -1,0 +1,97 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import sjson from 'secure-json-parse';
+import { AppError } from '../shared/errors.js';
+
+/** Methods whose requests carry no body: an empty one sent with a JSON Content-Type is no body. */
+const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
+
+/**
+ * Parses a JSON request body, or throws the 400 the caller sees. Besides what JSON.parse refuses,
+ * it refuses `__proto__` and `constructor.prototype` keys (prototype poisoning) and strings holding
+ * the NUL character, which PostgreSQL cannot store in text: refusing them here keeps both databases
+ * answering alike.
+ */
+export function parseJsonBody(method: string, text: string): unknown {
+  if (text.length === 0) {
+    if (BODYLESS.has(method)) return undefined;
+    throw new AppError('INVALID_BODY', 'The request body is empty; send a JSON object.');
+  }
+  let value: unknown;
+  try {
+    value = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch (err) {
+    if (err instanceof SyntaxError && err.message.includes('forbidden prototype')) {
+      throw new AppError(
+        'INVALID_BODY',
+        "The request body must not use the keys '__proto__' or 'constructor.prototype'.",
+      );
+    }
+    throw new AppError('INVALID_BODY', 'The request body is not valid JSON.');
+  }
+  // The escape is the only way JSON text can carry a NUL; "\\u0000" (an escaped backslash) is a
+  // false alarm, so the value itself is searched before refusing.
+  if (text.includes('\\u0000')) {
+    const path = nulPath(value, '');
+    if (path !== undefined) {
+      throw new AppError(
+        'INVALID_BODY',
+        `Invalid body: ${path ? `'${path}'` : 'the body'} must not contain the NUL character (\\u0000).`,
+        path ? { details: { field: path } } : {},
+      );
+    }
+  }
+  return value;
+}
+
+/** The dotted path of the first string (value or key) holding a NUL, or undefined. */
+function nulPath(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
+  if (typeof value !== 'object' || value === null) return undefined;
+  for (const [key, inner] of Object.entries(value)) {
+    const at = path ? `${path}.${key}` : key;
+    if (key.includes('\u0000')) return at;
+    const found = nulPath(inner, at);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** The app's one JSON body parser (replacing Fastify's). Route plugins with other JSON media types reuse it. */
+export function installJsonParser(app: FastifyInstance, contentType: string | RegExp = 'application/json'): void {
+  if (app.hasContentTypeParser(contentType)) app.removeContentTypeParser(contentType);
+  app.addContentTypeParser(contentType, { parseAs: 'string' }, (request: FastifyRequest, body, done) => {
+    try {
+      done(null, parseJsonBody(request.method, body as string));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
+}
+
+/**
+ * Path parameters and query values holding a NUL (`%00`): no record can have such an ID (404),
+ * and a query value with one is a 400 naming the parameter. Checked only when the raw URL holds
+ * `%00`, so other requests pay one substring search.
+ */
+export function checkUrlForNul(request: FastifyRequest): AppError | undefined {
+  const url = request.raw.url ?? '';
+  if (!url.includes('%00')) return undefined;
+  const params = (request.params ?? {}) as Record<string, unknown>;
+  for (const [name, value] of Object.entries(params)) {
+    if (typeof value === 'string' && value.includes('\u0000')) {
+      return new AppError('NOT_FOUND', `Not found: the path parameter '${name}' contains the NUL character.`);
+    }
+  }
+  const query = (request.query ?? {}) as Record<string, unknown>;
+  for (const [name, value] of Object.entries(query)) {
+    const values = Array.isArray(value) ? value : [value];
+    if (values.some((v) => typeof v === 'string' && v.includes('\u0000'))) {
+      return new AppError(
+        'INVALID_BODY',
+        `Invalid query parameter: '${name}' must not contain the NUL character (%00).`,
+        { details: { field: name } },
+      );
+    }
+  }
+  return undefined;
+}
