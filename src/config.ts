@@ -1,3 +1,4 @@
+import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 export const REGIONS = ['us', 'eu', 'in', 'qa'] as const;
@@ -107,6 +108,20 @@ function parseLogLevel(value: string | undefined): string {
   return level;
 }
 
+/** A PostgreSQL connection URL; the message never repeats the value, which may hold a password. */
+function postgresUrl(name: string, value: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !['postgres:', 'postgresql:'].includes(url.protocol) || !url.hostname) {
+    throw new ConfigError(`${name} must be a PostgreSQL URL such as postgres://user@127.0.0.1:5432/parley`);
+  }
+  return value;
+}
+
 function validUrl(name: string, value: string): string {
   try {
     const url = new URL(value);
@@ -114,6 +129,11 @@ function validUrl(name: string, value: string): string {
   } catch {
     throw new ConfigError(`${name} must be a URL, got "${value}"`);
   }
+}
+
+/** The base address of a region with none configured: where it listens. */
+export function defaultBaseUrl(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 /** Parses flags and environment once; the result is frozen and passed to whoever needs it. */
@@ -124,6 +144,9 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
   if (new Set(regionList).size !== regionList.length) throw new ConfigError('--regions lists a region twice');
 
   const dataDir = resolve(flags.data ?? env.PARLEY_DATA_DIR ?? 'data');
+  if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) {
+    throw new ConfigError(`data folder "${dataDir}" is not a folder (--data, PARLEY_DATA_DIR)`);
+  }
   const host = flags.host ?? env.PARLEY_HOST ?? env.HOST ?? '127.0.0.1';
   const firstPort = parsePort('port', flags.port ?? env.PARLEY_PORT ?? env.PORT, 3000);
   if (firstPort + regionList.length - 1 > 65535) throw new ConfigError('port range runs past 65535');
@@ -132,10 +155,9 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     const port = firstPort + i;
     const upper = region.toUpperCase();
     const baseRaw = env[`PARLEY_BASE_URL_${upper}`] ?? (regionList.length === 1 ? env.PARLEY_BASE_URL : undefined);
-    const baseUrl = baseRaw
-      ? validUrl(`PARLEY_BASE_URL_${upper}`, baseRaw)
-      : `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-    const pgUrl = env[`DATABASE_URL_${upper}`] ?? env.DATABASE_URL;
+    const baseUrl = baseRaw ? validUrl(`PARLEY_BASE_URL_${upper}`, baseRaw) : defaultBaseUrl(host, port);
+    const pgName = env[`DATABASE_URL_${upper}`] ? `DATABASE_URL_${upper}` : 'DATABASE_URL';
+    const pgUrl = env[pgName] ? postgresUrl(pgName, env[pgName]) : undefined;
     const poolSize = pgUrl ? parsePositiveInt('PARLEY_PG_POOL_SIZE', env.PARLEY_PG_POOL_SIZE, 10) : 0;
     const database: DatabaseConfig = pgUrl
       ? {

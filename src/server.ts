@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { Config, RegionConfig } from './config.js';
+import { type Config, defaultBaseUrl, type RegionConfig } from './config.js';
 import { type AppContext, createContext, createLogger } from './context.js';
 import { buildApp } from './http/app.js';
+import { clearAddress, writeAddress } from './shared/address-file.js';
 import type { Clock } from './shared/clock.js';
 
 export interface RunningRegion {
@@ -10,6 +11,8 @@ export interface RunningRegion {
   readonly ctx: AppContext;
   readonly app: FastifyInstance;
   readonly url: string;
+  /** Written to `<data>/server-<region>.url` for the CLI (e.g. `parley demo`'s curl lines). */
+  readonly publicUrl: string;
 }
 
 export interface RunningServer {
@@ -32,6 +35,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const close = () => {
     closing ??= (async () => {
       for (const r of [...started].reverse()) {
+        clearAddress(config.dataDir, 'server', r.region.region, r.publicUrl);
         await r.app.close();
         await r.ctx.close();
       }
@@ -59,7 +63,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       ctx.messaging.attachServer(url);
       // Webhook bodies acknowledged before an earlier stop but not yet applied.
       await ctx.messaging.webhooks.recover();
-      started.push({ region, ctx, app, url });
+      // The base address callers use: the configured one, or where this server really listens.
+      const publicUrl = region.baseUrl === defaultBaseUrl(region.host, region.port) ? url : region.baseUrl;
+      writeAddress(config.dataDir, 'server', region.region, publicUrl);
+      started.push({ region, ctx, app, url, publicUrl });
       logger.info(
         { region: region.region, url, baseUrl: region.baseUrl, database: region.database.kind },
         'region ready',

@@ -2,8 +2,12 @@
  * The real `parley` command, spawned as a child process on the test's database (SQLite file or
  * PostgreSQL schema), and a real `parley serve` on that same database.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropPostgresSchema } from '../src/db/database.js';
+import { migrations } from '../src/db/migrations/index.js';
 import { parseKey } from '../src/keys/key-format.js';
 import { createTestApp, DIALECTS, PG_URL, type TestApp } from './helpers/app.js';
 import { freePort, freePortRange, runCli, startServe } from './helpers/cli.js';
@@ -215,6 +219,9 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
       [['key', 'create', '--org', org, '--label', 'x', '--scope', 'organization'], /at least one permission/],
       [['key', 'revoke', '--org', org, '--id', 'key_nope'], /unknown key "key_nope"/],
       [['agent', 'create', '--org', 'org_nope', '--name', 'A'], /unknown organization/],
+      [['agent', 'list', '--org', 'org_nope'], /^parley: unknown organization "org_nope"\n$/],
+      [['key', 'list', '--org', 'org_nope'], /^parley: unknown organization "org_nope"\n$/],
+      [['serve', '--data', '/etc/passwd', '--port', '1'], /^parley: data folder "\/etc\/passwd" is not a folder/],
       [['org', 'plan', '--org', org, '--plan', 'gold'], /plan must be one of free, paid/],
       [['org', 'create', '--name', 'X', '--region', 'mars'], /unknown region "mars"/],
       [['key', 'list'], /required option '--org <id>' not specified/],
@@ -239,12 +246,24 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
     expect(res.stdout).toMatch(/^created organization org_\w+ \(Plain, free plan\)/);
   }, 60_000);
 
-  it('migrate brings the database up to date and is a no-op the second time', async () => {
-    const res = await cli('migrate', '--json');
-    expect(res.code, res.stderr).toBe(0);
-    expect(res.json()).toEqual({ region: 'us', applied: [] });
-    const text = await cli('migrate');
-    expect(text.stdout).toMatch(/up to date/);
+  it('migrate on an empty database applies and lists every migration, then none the second time', async () => {
+    const fresh: Record<string, string> =
+      dialect === 'postgres'
+        ? { ...env, PARLEY_PG_SCHEMA: `t_mig_${Date.now().toString(36)}` }
+        : { ...env, PARLEY_DATA_DIR: mkdtempSync(join(tmpdir(), 'parley-migrate-')) };
+    try {
+      const first = await runCli(['migrate', '--json'], fresh);
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.json()).toEqual({ region: 'us', applied: Object.keys(migrations) });
+      const again = await runCli(['migrate', '--json'], fresh);
+      expect(again.json()).toEqual({ region: 'us', applied: [] });
+      const text = await runCli(['migrate'], fresh);
+      expect(text.stdout).toBe('region us: database is up to date (nothing to apply)\n');
+    } finally {
+      if (dialect === 'postgres' && PG_URL && fresh.PARLEY_PG_SCHEMA)
+        await dropPostgresSchema(PG_URL, fresh.PARLEY_PG_SCHEMA);
+      else if (fresh.PARLEY_DATA_DIR) rmSync(fresh.PARLEY_DATA_DIR, { recursive: true, force: true });
+    }
   }, 60_000);
 
   it('demo --json: a paid organization, agents, and a working key of each kind', async () => {
@@ -379,8 +398,21 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
       const inUs = await runCli(['key', 'list', '--org', org, '--region', 'us'], regionEnv);
       expect(inUs.code).not.toBe(0);
       expect(inUs.stderr).toMatch(/unknown organization/);
+
+      // `demo --region eu` prints curl lines for the running eu server, which answer 200.
+      const demo = await runCli(['demo', '--region', 'eu', '--json'], regionEnv);
+      const shown = demo.json<{ baseUrl: string; keys: { organization: string }; curl: string[] }>();
+      expect(shown.baseUrl).toBe(`http://127.0.0.1:${first + 1}`);
+      expect(shown.curl[1]).toContain(`http://127.0.0.1:${first + 1}/api/endusers`);
+      const demoCall = await fetch(`${shown.baseUrl}/api/endusers`, {
+        headers: { authorization: `Bearer ${shown.keys.organization}` },
+      });
+      expect(demoCall.status).toBe(200);
     } finally {
       expect(await server.stop()).toBe(0);
+      // Stopped: the address files are gone, so demo falls back to the configured address.
+      const after = await runCli(['demo', '--region', 'eu', '--json'], regionEnv);
+      expect(after.json<{ baseUrl: string }>().baseUrl).toBe('http://127.0.0.1:3000');
       if (PG_URL) for (const s of schemas) await dropPostgresSchema(PG_URL, s);
     }
   }, 120_000);

@@ -105,6 +105,18 @@ describe('configuration', () => {
       'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"',
     );
     expect(loadConfig({}, { ...env, LOG_LEVEL: 'WARN' }).logLevel).toBe('warn');
+    // A connection URL that is not one: named, without repeating a value that may hold a password.
+    for (const bad of ['notaurl', 'mysql://root:s3cret@db/x', 'postgres://:s3cret@/x']) {
+      const message = error(() => loadConfig({}, { ...env, DATABASE_URL: bad }));
+      expect(message).toBe('DATABASE_URL must be a PostgreSQL URL such as postgres://user@127.0.0.1:5432/parley');
+    }
+    expect(error(() => loadConfig({ region: 'eu' }, { ...env, DATABASE_URL_EU: 'x' }))).toMatch(
+      /^DATABASE_URL_EU must/,
+    );
+    // A data folder that is a file.
+    expect(error(() => loadConfig({ data: '/etc/passwd' }, env))).toBe(
+      'data folder "/etc/passwd" is not a folder (--data, PARLEY_DATA_DIR)',
+    );
     expect(
       error(() => loadConfig({}, { ...env, DATABASE_URL: 'postgres://x/y', PARLEY_PG_SCHEMA: 'Bad-Name' })),
     ).toMatch(/schema name/);

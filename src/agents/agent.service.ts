@@ -52,7 +52,9 @@ export async function findAgent(db: Kysely<DB>, orgId: string, agentId: string):
   return row ? toAgent(row) : undefined;
 }
 
+/** The agents of an organization, oldest first; an unknown organization is an error, not an empty list. */
 export async function listAgents(db: Kysely<DB>, orgId: string): Promise<Agent[]> {
+  await getOrganization(db, orgId);
   const rows = await db.selectFrom('agents').selectAll().where('org_id', '=', orgId).orderBy('created_at').execute();
   return rows.map(toAgent);
 }

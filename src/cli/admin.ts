@@ -16,7 +16,15 @@ export interface DbFlags {
   json?: boolean;
 }
 
-export async function withAdmin<T>(flags: DbFlags, fn: (admin: AdminContext) => Promise<T>): Promise<T> {
+/**
+ * Opens the region's database (brought up to date first, unless `migrate` is false: the `migrate`
+ * command runs the migrations itself, to report what it applied) and runs `fn` on it.
+ */
+export async function withAdmin<T>(
+  flags: DbFlags,
+  fn: (admin: AdminContext) => Promise<T>,
+  options: { migrate?: boolean } = {},
+): Promise<T> {
   const configFlags: ConfigFlags = {};
   if (flags.region) configFlags.region = flags.region;
   if (flags.data) configFlags.data = flags.data;
@@ -25,7 +33,7 @@ export async function withAdmin<T>(flags: DbFlags, fn: (admin: AdminContext) => 
   if (!region) throw new Error('no region configured');
   const database = await openDatabase(region.database, { poolSize: 2 });
   try {
-    await migrateToLatest(database.db);
+    if (options.migrate !== false) await migrateToLatest(database.db);
     return await fn({ config, region, database, clock: systemClock });
   } finally {
     await database.close();

@@ -3,6 +3,7 @@ import { createAgent } from '../../agents/agent.service.js';
 import { createCampaign } from '../../campaigns/campaign.service.js';
 import { createKey } from '../../keys/key.service.js';
 import { createOrganization } from '../../orgs/org.service.js';
+import { readAddress } from '../../shared/address-file.js';
 import { type AdminContext, type DbFlags, withAdmin } from '../admin.js';
 import { print, printJson } from '../output.js';
 import { action, dbOptions } from '../run.js';
@@ -62,7 +63,8 @@ export function registerDemoCommand(program: Command): void {
         };
         for (const step of demoSteps) await step(admin, demo);
 
-        const base = region.baseUrl;
+        // The running server's address when one runs on this data folder (its real port), else the configured one.
+        const base = readAddress(admin.config.dataDir, 'server', region.region) ?? region.baseUrl;
         const curl = [
           `curl -s ${base}/api/health`,
           `curl -s -H "Authorization: Bearer ${orgKey.key}" ${base}/api/endusers`,
@@ -84,7 +86,7 @@ export function registerDemoCommand(program: Command): void {
         print(`  agent Support (Channels, Triggers):           ${agentKey.key}`);
         print(`  campaign (Campaigns):                         ${campaignKey.key}`);
         for (const note of demo.notes) print(note);
-        print('\nTry, with `npm start` running:');
+        print(`\nTry, with the server running (${base}):`);
         for (const line of curl) print(`  ${line}`);
       });
     }),

@@ -13,11 +13,16 @@ import { assignAgentNumber } from './numbers.js';
 export function registerPlatformCommands(program: Command): void {
   dbOptions(program.command('migrate').description('bring the region database up to date')).action(
     action(async (flags: DbFlags) => {
-      await withAdmin(flags, async ({ database, region }) => {
-        const applied = await migrateToLatest(database.db);
-        if (flags.json) printJson({ region: region.region, applied });
-        else print(`region ${region.region}: database is up to date (${applied.length} migrations applied now)`);
-      });
+      await withAdmin(
+        flags,
+        async ({ database, region }) => {
+          const applied = await migrateToLatest(database.db);
+          if (flags.json) printJson({ region: region.region, applied });
+          else if (applied.length === 0) print(`region ${region.region}: database is up to date (nothing to apply)`);
+          else print(`region ${region.region}: applied ${applied.length} migrations: ${applied.join(', ')}`);
+        },
+        { migrate: false },
+      );
     }),
   );
 

@@ -5,8 +5,25 @@ import { createLogger } from '../../context.js';
 import { startServer } from '../../server.js';
 import { action, fail } from '../run.js';
 
-function isAddressInUse(err: unknown): err is { code: string; port?: number; address?: string } {
-  return typeof err === 'object' && err !== null && 'code' in err && err.code === 'EADDRINUSE';
+interface ListenError {
+  code: string;
+  port?: number;
+  address?: string;
+  hostname?: string;
+}
+
+const LISTEN_PROBLEMS: Record<string, string> = {
+  EADDRINUSE: 'the port is already in use (--port)',
+  EACCES: 'permission denied; ports below 1024 need privileges (--port)',
+  EADDRNOTAVAIL: 'this machine has no such address (--host)',
+  ENOTFOUND: 'no such host (--host)',
+  EAI_AGAIN: 'the host name could not be resolved (--host)',
+};
+
+function listenProblem(err: unknown): (ListenError & { problem: string }) | undefined {
+  if (typeof err !== 'object' || err === null || !('code' in err) || typeof err.code !== 'string') return undefined;
+  const problem = LISTEN_PROBLEMS[err.code];
+  return problem ? { ...(err as ListenError), problem } : undefined;
 }
 
 export function registerServeCommand(program: Command): void {
@@ -25,8 +42,11 @@ export function registerServeCommand(program: Command): void {
         const config = loadConfig(configFlags);
         const logger = createLogger(config);
         const server = await startServer(config, { logger }).catch((err: unknown) => {
-          if (isAddressInUse(err)) {
-            fail(`cannot listen on ${err.address ?? ''}:${err.port ?? ''}: the port is already in use (--port)`);
+          const listen = listenProblem(err);
+          if (listen) {
+            const host = listen.address ?? listen.hostname ?? config.regions[0]?.host ?? '';
+            const port = listen.port ?? config.regions[0]?.port ?? '';
+            fail(`cannot listen on ${host}:${port}: ${listen.problem}`);
           }
           throw err;
         });
