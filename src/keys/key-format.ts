@@ -11,12 +11,12 @@ import { randomBase62, toBase62 } from '../shared/ids.js';
  *  - 32 base62 characters carry about 190 random bits;
  *  - the checksum is CRC32 of everything before it, in 6 base62 characters, so a mistyped or
  *    truncated key is refused without touching the database.
- * Only the SHA-256 of the whole key and its visible prefix (`prl_us_` plus 6 secret characters)
- * are stored.
+ * Only the SHA-256 of the whole key and its visible prefix (`prl_us_` plus 4 secret characters)
+ * are stored, so the part never shown again holds 28 random characters, about 167 bits.
  */
 const SECRET_LENGTH = 32;
 const CHECKSUM_LENGTH = 6;
-const VISIBLE_SECRET_CHARS = 6;
+const VISIBLE_SECRET_CHARS = 4;
 const KEY_PATTERN = new RegExp(
   `^prl_(${REGIONS.join('|')})_([0-9A-Za-z]{${SECRET_LENGTH}})([0-9A-Za-z]{${CHECKSUM_LENGTH}})$`,
 );
