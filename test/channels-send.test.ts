@@ -1,16 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openWindow } from '../src/messaging/message.repository.js';
 import { addNumber, assignNumber } from '../src/numbers/number.service.js';
-import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
+import { DIALECTS, type TestApp } from './helpers/app.js';
 import { expectMatchesContract } from './helpers/contract.js';
 import { makeAgent, makeKey, makeTenant } from './helpers/factories.js';
 import {
   closedPort,
   createMessagingApp,
+  createQuietTestApp,
+  failWrites,
   type MessagingTestApp,
   makeSendingTenant,
+  postWebhook,
   randomPhone,
   startFakeProvider,
+  statusPayload,
   templateSend,
   textSend,
 } from './helpers/messaging.js';
@@ -167,7 +171,7 @@ describe.each(DIALECTS)('POST /api/channels/send (%s)', (dialect) => {
     expectError(
       await send(textSend(undefined, randomPhone(), 'x'.repeat(4097))),
       400,
-      "'message.text' is 4097 characters long; the most is 4096.",
+      "Invalid body: 'message.text' must NOT have more than 4096 characters.",
     );
     const res = await t.app.inject({
       method: 'POST',
@@ -176,6 +180,156 @@ describe.each(DIALECTS)('POST /api/channels/send (%s)', (dialect) => {
       payload: '{"channel":',
     });
     expectError(res, 400, 'The request body is not valid JSON.');
+  });
+
+  it('bounds every field and never echoes more than a short piece of what was sent', async () => {
+    const huge = '+1'.padEnd(900_000, '5');
+    const longTo = await send({ ...templateSend(), to: huge });
+    expectError(longTo, 400, "Invalid body: 'to' must NOT have more than 32 characters.");
+    expect(longTo.body.length).toBeLessThan(300);
+    const longName = await send({ ...templateSend(), template: { name: 'n'.repeat(513), language: 'en_US' } });
+    expectError(longName, 400, "Invalid body: 'template.name' must NOT have more than 512 characters.");
+    expectError(
+      await send({ ...templateSend(), template: { name: 'hello_world', language: 'e'.repeat(17) } }),
+      400,
+      "Invalid body: 'template.language' must NOT have more than 16 characters.",
+    );
+    expectError(
+      await send({ ...templateSend(), template: { name: 'hello_world', language: 'english_US' } }),
+      400,
+      "'template.language' must be a language code of the form xx_XX, such as en_US; got 'english_US'.",
+    );
+    expectError(
+      await send({ ...templateSend(), convId: `agt_${'x'.repeat(61)}` }),
+      400,
+      "Invalid body: 'convId' must NOT have more than 64 characters.",
+    );
+    expectError(
+      await send({
+        ...templateSend(),
+        template: { name: 'order_update', language: 'en_US', parameters: { header: ['h'.repeat(61)] } },
+      }),
+      400,
+      "Invalid body: 'template.parameters.header.0' must NOT have more than 60 characters.",
+    );
+    expectError(
+      await send({
+        ...templateSend(),
+        template: { name: 'order_update', language: 'en_US', parameters: { body: ['b'.repeat(1025)] } },
+      }),
+      400,
+      "Invalid body: 'template.parameters.body.0' must NOT have more than 1024 characters.",
+    );
+    expectError(
+      await send({
+        ...templateSend(),
+        template: { name: 'order_update', language: 'en_US', parameters: { body: ['b'.repeat(600), 'c'.repeat(600)] } },
+      }),
+      400,
+      "'template.parameters.body' holds 1200 characters in all; the most is 1024.",
+    );
+    expectError(
+      await send({
+        ...templateSend(),
+        template: { name: 'order_update', language: 'en_US', parameters: { header: ['a'.repeat(40), 'b'.repeat(21)] } },
+      }),
+      400,
+      "'template.parameters.header' holds 61 characters in all; the most is 60.",
+    );
+    // An echoed value is at most 40 characters: `to` (at most 32) whole, a long channel clipped.
+    expectError(
+      await send({ ...templateSend(), to: `+${'9'.repeat(31)}` }),
+      400,
+      `'to' must be a valid phone number in international format, such as +14155550100; got '+${'9'.repeat(31)}'.`,
+    );
+    expectError(
+      await send({ ...templateSend(), channel: 'c'.repeat(64) }),
+      400,
+      `Unsupported channel '${'c'.repeat(40)}...'; the only allowed value is 'msgapp'.`,
+    );
+    // Nothing of these reached the provider or was stored.
+    const names = t.sandbox.received.map((r) => (r.body as { template?: { name?: string } }).template?.name ?? '');
+    expect(names.some((n) => n.length > 100)).toBe(false);
+    const stored = await t.ctx.db
+      .selectFrom('messages')
+      .select('template_name')
+      .where('org_id', '=', tenant.org.id)
+      .execute();
+    expect(stored.some((m) => (m.template_name ?? '').length > 100)).toBe(false);
+  });
+
+  it('refuses what the provider would refuse, and says which object belongs to which type', async () => {
+    const user = randomPhone();
+    expectError(
+      await send(textSend(undefined, user, ' \n\t ')),
+      400,
+      "'message.text' must not be blank: the provider refuses a text of only spaces.",
+    );
+    expectError(
+      await send({
+        ...templateSend(),
+        template: { name: 'order_update', language: 'en_US', parameters: { header: ['Hi'], body: ['Ada', ' '] } },
+      }),
+      400,
+      "'template.parameters.body.1' must not be empty.",
+    );
+    expectError(
+      await send({
+        ...templateSend(),
+        template: { name: 'order_update', language: 'en_US', parameters: { header: [''], body: ['Ada', 'A1'] } },
+      }),
+      400,
+      "'template.parameters.header.0' must not be empty.",
+    );
+    for (const to of ['+14155550100 ext. 5', '+14155550100 x5', '+14155550100;ext=5', '+14155550100#5']) {
+      expectError(
+        await send({ ...templateSend(), to }),
+        400,
+        `'to' must be a phone number without an extension; got '${to}'.`,
+      );
+    }
+    expectError(
+      await send({ ...templateSend(), message: { text: 'hi' } }),
+      400,
+      "A send with type 'template' takes a 'template' object only; remove 'message'.",
+    );
+    expectError(
+      await send({ ...textSend(undefined, user), template: { name: 'hello_world', language: 'en_US' } }),
+      400,
+      "A send with type 'message' takes a 'message' object only; remove 'template'.",
+    );
+    expectError(
+      await send({ ...templateSend(), convId: '' }),
+      400,
+      "Invalid body: 'convId' must NOT have fewer than 1 characters.",
+    );
+    expectError(
+      await send({ ...templateSend(), type: 'sms' }),
+      400,
+      'Invalid body: \'type\' must be one of "template", "message".',
+    );
+    const before = t.sandbox.received.length;
+    // 4,096 characters of emoji are 8,192 UTF-16 units: allowed, as the provider counts characters.
+    await openWindow(t.ctx.db, tenant.number.id, user, t.ctx.clock.now());
+    expect(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/api/sandbox/inbound',
+          headers: tenant.agentKey.auth,
+          payload: { from: user, text: 'hi' },
+        })
+      ).statusCode,
+    ).toBe(200);
+    const emoji = await send(textSend(undefined, user, '👋'.repeat(4096)));
+    expect(emoji.statusCode).toBe(200);
+    expectError(
+      await send(textSend(undefined, user, '👋'.repeat(4097))),
+      400,
+      "Invalid body: 'message.text' must NOT have more than 4096 characters.",
+    );
+    expect(t.sandbox.received.length).toBe(before + 1);
+    await t.settle();
   });
 
   it('rule 4: a type without its matching object is 400', async () => {
@@ -281,7 +435,7 @@ describe.each(DIALECTS)('POST /api/channels/send (%s)', (dialect) => {
     expectError(
       await send(templateSend(undefined, '+15005550003')),
       502,
-      /^The messaging provider could not be reached or failed \(.*\); the message was not retried\.$/,
+      /^The messaging provider could not be reached or failed \(HTTP 500, code 1\); the message was not sent and was not retried\.$/,
     );
     const after = t.sandbox.received.filter((r) => (r.body as { to?: string }).to === '+15005550003').length;
     expect(after - before).toBe(1);
@@ -305,7 +459,7 @@ describe.each(DIALECTS)('POST /api/channels/send (%s)', (dialect) => {
 
 describe.each(DIALECTS)('POST /api/channels/send against other providers (%s)', (dialect) => {
   async function appWithProvider(baseUrl: string, extraEnv: Record<string, string> = {}) {
-    const t = await createTestApp(dialect, { env: { PARLEY_PROVIDER_BASE_URL: baseUrl, ...extraEnv } });
+    const t = await createQuietTestApp(dialect, { env: { PARLEY_PROVIDER_BASE_URL: baseUrl, ...extraEnv } });
     const tenant = await makeTenant(t.ctx);
     const number = await addNumber(t.ctx.db, t.ctx.clock, t.ctx.messaging.secrets, {
       orgId: tenant.org.id,
@@ -413,25 +567,139 @@ describe.each(DIALECTS)('POST /api/channels/send against other providers (%s)', 
       expect(res.json()).toEqual({
         success: false,
         error:
-          'The messaging provider could not be reached or failed (could not be reached); the message was not retried.',
+          'The messaging provider could not be reached or failed (could not be reached); the message was not sent and was not retried.',
       });
     } finally {
       await t.close();
     }
   });
 
-  it('a provider that does not answer within the timeout is 502, tried once', async () => {
-    const provider = await startFakeProvider(() => 'hang');
-    const { t, tenant } = await appWithProvider(provider.url, { PARLEY_PROVIDER_TIMEOUT_MS: '300' });
+  it('a timeout is a 502 saying the outcome is unknown; its key keeps that answer; a later status proves the send', async () => {
+    let hang = true;
+    const provider = await startFakeProvider(() =>
+      hang ? 'hang' : { status: 200, body: { messaging_product: 'whatsapp', messages: [{ id: 'wamid.OTHER' }] } },
+    );
+    const { t, tenant, number } = await appWithProvider(provider.url, { PARLEY_PROVIDER_TIMEOUT_MS: '300' });
     try {
       const started = Date.now();
-      const res = await sendWith(t, tenant.agentKey.auth, templateSend());
+      const key = `timeout-${Date.now()}`;
+      const body = templateSend();
+      const res = await sendWith(t, { ...tenant.agentKey.auth, 'idempotency-key': key }, body);
       expect(res.statusCode).toBe(502);
-      expect(res.json().error).toBe(
-        'The messaging provider could not be reached or failed (no answer within 300 ms); the message was not retried.',
+      const error: string = res.json().error;
+      expect(error).toMatch(
+        /^The messaging provider's answer is missing \(no answer within 300 ms\), so whether it accepted the message is unknown; it was not retried\. GET \/api\/messages\/msg_\w+ shows the message's status once the provider reports on it; send again \(with a new Idempotency-Key\) only if it never does\.$/,
       );
       expect(Date.now() - started).toBeLessThan(5_000);
       expect(provider.requests).toHaveLength(1);
+      const ownId = /\/api\/messages\/(msg_\w+)/.exec(error)?.[1] ?? '';
+      const stored = await t.ctx.db
+        .selectFrom('messages')
+        .selectAll()
+        .where('id', '=', ownId)
+        .executeTakeFirstOrThrow();
+      expect(stored).toMatchObject({ status: 'unconfirmed', provider_message_id: null, error_message: error });
+
+      // The same key does not send again, even once the provider answers: the stored 502 comes back.
+      hang = false;
+      const retry = await sendWith(t, { ...tenant.agentKey.auth, 'idempotency-key': key }, body);
+      expect(retry.statusCode).toBe(502);
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.json()).toEqual(res.json());
+      expect(provider.requests).toHaveLength(1);
+
+      // The provider did take it: its statuses carry our callback data and its real ID.
+      const delivered = await postWebhook(
+        t,
+        statusPayload(number.phoneNumberId, [
+          { id: 'wamid.LATE1', status: 'delivered', timestamp: Date.now(), callback: ownId },
+        ]),
+      );
+      expect(delivered.statusCode).toBe(200);
+      const got = await t.app.inject({
+        method: 'GET',
+        url: '/api/messages/wamid.LATE1',
+        headers: tenant.agentKey.auth,
+      });
+      expect(got.statusCode).toBe(200);
+      expect(got.json().message).toMatchObject({ messageId: 'wamid.LATE1', id: ownId, status: 'delivered' });
+      expect(got.json().message.error).toBeUndefined();
+      const row = await t.ctx.db.selectFrom('messages').selectAll().where('id', '=', ownId).executeTakeFirstOrThrow();
+      expect(row).toMatchObject({
+        provider_message_id: 'wamid.LATE1',
+        status: 'delivered',
+        error_code: null,
+        error_message: null,
+      });
+    } finally {
+      await t.close();
+      await provider.close();
+    }
+  });
+
+  it('a provider that cannot be reached did not get the message: the key is released and a retry sends', async () => {
+    const port = await closedPort();
+    const { t, tenant } = await appWithProvider(`http://127.0.0.1:${port}`);
+    try {
+      const key = `refused-${Date.now()}`;
+      const body = templateSend();
+      const first = await sendWith(t, { ...tenant.agentKey.auth, 'idempotency-key': key }, body);
+      expect(first.statusCode).toBe(502);
+      expect(await t.ctx.db.selectFrom('idempotency_keys').selectAll().where('key', '=', key).execute()).toEqual([]);
+      const again = await sendWith(t, { ...tenant.agentKey.auth, 'idempotency-key': key }, body);
+      expect(again.statusCode).toBe(502);
+      expect(again.headers['idempotent-replayed']).toBeUndefined();
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('once the provider accepted, failing bookkeeping still answers 200, and the key keeps that 200', async () => {
+    const provider = await startFakeProvider(() => ({
+      status: 200,
+      body: { messaging_product: 'whatsapp', messages: [{ id: 'wamid.KEPT1' }] },
+    }));
+    const { t, tenant, number } = await appWithProvider(provider.url);
+    const to = randomPhone();
+    // The database refuses to record the acceptance of this one message.
+    const restore = await failWrites(t, 'messages', 'UPDATE', { column: 'to_phone', value: to });
+    try {
+      const key = `kept-${Date.now()}`;
+      const body = templateSend(undefined, to);
+      const res = await sendWith(t, { ...tenant.agentKey.auth, 'idempotency-key': key }, body);
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({
+        success: true,
+        messageType: 'template',
+        channel: 'msgapp',
+        messageId: 'wamid.KEPT1',
+      });
+      const row = await t.ctx.db
+        .selectFrom('messages')
+        .selectAll()
+        .where('to_phone', '=', to)
+        .executeTakeFirstOrThrow();
+      expect(row).toMatchObject({ status: 'pending', provider_message_id: null });
+      const replay = await sendWith(t, { ...tenant.agentKey.auth, 'idempotency-key': key }, body);
+      expect(replay.statusCode).toBe(200);
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(replay.json()).toEqual(res.json());
+      expect(provider.requests).toHaveLength(1);
+      await restore();
+      // Statuses still find the message by its callback data and record its provider ID.
+      await postWebhook(
+        t,
+        statusPayload(number.phoneNumberId, [
+          { id: 'wamid.KEPT1', status: 'sent', timestamp: Date.now(), callback: row.id },
+        ]),
+      );
+      const got = await t.app.inject({
+        method: 'GET',
+        url: '/api/messages/wamid.KEPT1',
+        headers: tenant.agentKey.auth,
+      });
+      expect(got.statusCode).toBe(200);
+      expect(got.json().message).toMatchObject({ id: row.id, status: 'sent' });
     } finally {
       await t.close();
       await provider.close();

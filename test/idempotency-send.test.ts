@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sendClaimExpiryMs } from '../src/channels/channel.routes.js';
 import { IDEMPOTENCY_TTL_MS, INVALID_IDEMPOTENCY_KEY } from '../src/idempotency/idempotency.service.js';
 import type { MessagingProvider } from '../src/messaging/provider.js';
 import { MAGIC_NUMBERS } from '../src/sandbox/sandbox.js';
@@ -213,6 +214,56 @@ describe.each(DIALECTS)('Idempotency-Key on POST /api/channels/send (%s)', (dial
     expect(await sentTo(tenant.org.id, MAGIC_NUMBERS.notOnApp)).toBe(1);
   });
 
+  it('stores what the send verb answered (403 for another agent, 404, 400s) and replays it', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    const cases = [
+      { auth: tenant.agentKey.auth, body: templateSend(tenant.other.id), status: 403 },
+      { auth: tenant.orgKey.auth, body: templateSend('agt_doesnotexist'), status: 404 },
+      { auth: tenant.agentKey.auth, body: { ...templateSend(), channel: 'sms' }, status: 400 },
+      { auth: tenant.agentKey.auth, body: templateSend(undefined, '+1555'), status: 400 },
+      { auth: tenant.orgKey.auth, body: templateSend(), status: 400 },
+    ];
+    for (const c of cases) {
+      const key = randomUUID();
+      const first = await send(c.auth, c.body, key);
+      expect(first.statusCode).toBe(c.status);
+      const row = await t.ctx.db
+        .selectFrom('idempotency_keys')
+        .select(['state', 'response_status', 'response_body'])
+        .where('org_id', '=', tenant.org.id)
+        .where('key', '=', key)
+        .executeTakeFirstOrThrow();
+      expect(row).toEqual({ state: 'done', response_status: c.status, response_body: first.body });
+      const again = await send(c.auth, c.body, key);
+      expect(again.statusCode).toBe(c.status);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.json()).toEqual(first.json());
+    }
+  });
+
+  it('never uses the key for a request refused before the send verb (401, 403 of the key, 429, schema 400)', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    const noChannels = await makeKey(t.ctx, tenant.org.id, { permissions: ['endusers'] });
+    const key = randomUUID();
+    const to = randomPhone();
+    const body = templateSend(tenant.agent.id, to);
+    expect((await send({ authorization: 'Bearer prl_us_nope' }, body, key)).statusCode).toBe(401);
+    expect((await send(noChannels.auth, body, key)).statusCode).toBe(403);
+    expect((await send(tenant.orgKey.auth, { ...body, extra: 1 }, key)).statusCode).toBe(400);
+    expect(
+      await t.ctx.db
+        .selectFrom('idempotency_keys')
+        .selectAll()
+        .where('org_id', '=', tenant.org.id)
+        .where('key', '=', key)
+        .execute(),
+    ).toEqual([]);
+    const real = await send(tenant.orgKey.auth, body, key);
+    expect(real.statusCode).toBe(200);
+    expect(real.headers['idempotent-replayed']).toBeUndefined();
+    expect(await sentTo(tenant.org.id, to)).toBe(1);
+  });
+
   it('releases the key on 502 so the same key can be retried', async () => {
     const tenant = await makeSendingTenant(t.ctx);
     const key = randomUUID();
@@ -260,5 +311,44 @@ describe.each(DIALECTS)('Idempotency-Key on POST /api/channels/send (%s)', (dial
     expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['200', '409', '422', '429']));
     expect(Object.keys(op.responses['200'].headers)).toEqual(['RateLimit-Policy', 'RateLimit', 'Idempotent-Replayed']);
     expect(Object.keys(op.responses['429'].headers)).toEqual(['Retry-After', 'RateLimit-Policy', 'RateLimit']);
+  });
+});
+
+describe.each(DIALECTS)('the in-flight claim of a send and the provider timeout (%s)', (dialect) => {
+  it('a send that may still be waiting for the provider keeps its key past the longest timeout', async () => {
+    const clock = new ManualClock(Date.now());
+    // The longest provider timeout allowed (2 minutes): the claim must outlive it, or a retry could send twice.
+    const t = await createMessagingApp(dialect, { clock, env: { PARLEY_PROVIDER_TIMEOUT_MS: '120000' } });
+    const provider = holdable(t.ctx.messaging.provider);
+    try {
+      const tenant = await makeSendingTenant(t.ctx);
+      const key = randomUUID();
+      const to = randomPhone();
+      const request = () =>
+        t.app.inject({
+          method: 'POST',
+          url: SEND,
+          headers: { ...tenant.agentKey.auth, 'idempotency-key': key },
+          payload: templateSend(undefined, to),
+        });
+      const held = provider.hold();
+      const first = request();
+      await held.reached;
+      clock.advance(4 * 60 * 1000); // past the timeout and its minute of margin, inside the 5-minute floor
+      const during = await request();
+      expect(during.statusCode).toBe(409);
+      held.release();
+      expect((await first).statusCode).toBe(200);
+      const sends = await t.ctx.db.selectFrom('messages').select('id').where('to_phone', '=', to).execute();
+      expect(sends).toHaveLength(1);
+      await t.settle();
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('ties the claim expiry to the timeout: the timeout plus a minute (the hook never goes under 5 minutes)', () => {
+    expect(sendClaimExpiryMs(10_000)).toBe(70_000);
+    expect(sendClaimExpiryMs(120_000)).toBe(180_000);
   });
 });

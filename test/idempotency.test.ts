@@ -64,6 +64,8 @@ class FakeSend {
 
 async function idempotentApp(t: TestApp, fake: FakeSend): Promise<FastifyInstance> {
   const app = await buildApp(t.ctx, { logRequests: false });
+  // Request logs at the test log level (the app raises them to warn when request logging is off).
+  app.log.level = t.ctx.logger.level;
   const idem = idempotency(t.ctx, `POST ${PATH}`);
   app.withTypeProvider<TypeBoxTypeProvider>().post(
     PATH,

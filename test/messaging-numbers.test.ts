@@ -119,9 +119,49 @@ describe.each(DIALECTS)('messaging numbers from the CLI (%s)', (dialect) => {
     expect(missingToken.stderr).toMatch(/TEST_UNSET_TOKEN_VAR is not set/);
     const duplicate = await cli(['number', 'add', '--org', org.id, '--phone', phone]);
     expect(duplicate.code).toBe(1);
+    expect(duplicate.stderr).toBe(`parley: the number ${phone} is already registered in this organization\n`);
     const badPhone = await cli(['number', 'add', '--org', org.id, '--phone', '12345']);
     expect(badPhone.code).toBe(1);
     expect(badPhone.stderr).toMatch(/international format/);
+
+    // The same phone number ID twice: a clear sentence, not a database error.
+    const sameId = await cli(
+      [
+        'number',
+        'add',
+        '--org',
+        org.id,
+        '--phone',
+        randomPhone(),
+        '--provider',
+        'cloud',
+        '--phone-number-id',
+        '106540352242922',
+        '--access-token-env',
+        'TEST_MSGAPP_TOKEN',
+      ],
+      { TEST_MSGAPP_TOKEN: 'EAAG-other' },
+    );
+    expect(sameId.code).toBe(1);
+    expect(sameId.stderr).toBe(
+      `parley: the phone number ID 106540352242922 is already registered (number ${cloudPhone})\n`,
+    );
+    // Cloud-only options without --provider cloud are refused, not silently dropped.
+    for (const extra of [
+      ['--phone-number-id', '123'],
+      ['--access-token-env', 'TEST_MSGAPP_TOKEN'],
+    ]) {
+      const refused = await cli(['number', 'add', '--org', org.id, '--phone', randomPhone(), ...extra], {
+        TEST_MSGAPP_TOKEN: 'EAAG-dropped',
+      });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toBe(
+        'parley: --phone-number-id and --access-token-env are only for a cloud number: add --provider cloud\n',
+      );
+    }
+    const unknownOrg = await cli(['number', 'list', '--org', 'org_doesnotexist']);
+    expect(unknownOrg.code).toBe(1);
+    expect(unknownOrg.stderr).toBe('parley: unknown organization "org_doesnotexist"\n');
 
     const list = await cli(['number', 'list', '--org', org.id, '--json']);
     expect(
@@ -130,6 +170,54 @@ describe.each(DIALECTS)('messaging numbers from the CLI (%s)', (dialect) => {
         .map((n) => n.phone)
         .sort(),
     ).toEqual([phone, cloudPhone].sort());
+  });
+
+  it('agent create --number stores nothing when the number is refused', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    const stranger = await makeSendingTenant(t.ctx);
+    const agentsOf = () => t.ctx.db.selectFrom('agents').select('id').where('org_id', '=', tenant.org.id).execute();
+    const numbers = () => t.ctx.db.selectFrom('messaging_numbers').select('id').execute();
+    const agentsBefore = await agentsOf();
+    const numbersBefore = await numbers();
+    const invalid = await cli(['agent', 'create', '--org', tenant.org.id, '--name', 'Bad', '--number', '12345']);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toBe('parley: "12345" is not a phone number in international format (+E.164)\n');
+    const taken = await cli([
+      'agent',
+      'create',
+      '--org',
+      tenant.org.id,
+      '--name',
+      'Thief',
+      '--number',
+      stranger.number.phone,
+    ]);
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toBe(`parley: the number ${stranger.number.phone} is registered to another organization\n`);
+    expect(await agentsOf()).toEqual(agentsBefore);
+    expect((await numbers()).length).toBe(numbersBefore.length);
+    // Its own existing number is assigned, not added again.
+    const own = await cli([
+      'agent',
+      'create',
+      '--org',
+      tenant.org.id,
+      '--name',
+      'Twin',
+      '--number',
+      tenant.number.phone,
+      '--json',
+    ]);
+    expect(own.code).toBe(0);
+    const agent = own.json<{ id: string; number: string }>();
+    expect(agent.number).toBe(tenant.number.phone);
+    const row = await t.ctx.db
+      .selectFrom('agents')
+      .select('number_id')
+      .where('id', '=', agent.id)
+      .executeTakeFirstOrThrow();
+    expect(row.number_id).toBe(tenant.number.id);
+    expect((await numbers()).length).toBe(numbersBefore.length);
   });
 
   it('agent create --number assigns a number (a new sandbox number when the org has none such) and it sends', async () => {
@@ -190,19 +278,45 @@ describe.each(DIALECTS)('parley serve with its sandbox, and `parley sandbox inbo
           body: JSON.stringify(text),
         });
       expect((await post()).status).toBe(400);
+      // --from is checked before anything is sent.
+      for (const from of ['4155550100', 'hello', '+14155550100 ext. 5']) {
+        const refused = await runCli(
+          ['sandbox', 'inbound', '--agent', tenant.agent.id, '--from', from, '--text', 'Hi'],
+          t.env,
+        );
+        expect(refused.code).toBe(1);
+        expect(refused.stdout).toBe('');
+        expect(refused.stderr).toMatch(
+          /^parley: --from must be a phone number (in international format|without an extension)/,
+        );
+      }
+      const blank = await runCli(
+        ['sandbox', 'inbound', '--agent', tenant.agent.id, '--from', user, '--text', ' '],
+        t.env,
+      );
+      expect(blank.code).toBe(1);
+      expect(blank.stderr).toBe('parley: --text must not be empty\n');
+      expect(
+        await t.ctx.db.selectFrom('inbound_messages').select('from_phone').where('from_phone', '=', user).execute(),
+      ).toEqual([]);
+
       const inbound = await runCli(
         ['sandbox', 'inbound', '--agent', tenant.agent.id, '--from', user, '--text', 'Hi', '--json'],
         t.env,
       );
       expect(inbound.code).toBe(0);
-      expect(inbound.json()).toMatchObject({ messageId: expect.stringMatching(/^wamid\./), from: user });
-      // The webhook is processed right after it is acknowledged.
-      let status = 0;
-      for (let i = 0; i < 50 && status !== 200; i++) {
-        status = (await post()).status;
-        if (status !== 200) await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(status).toBe(200);
+      expect(inbound.json()).toMatchObject({
+        messageId: expect.stringMatching(/^wamid\./),
+        from: user,
+        windowOpen: true,
+      });
+      // It answered once the webhook was applied: the window is open now, not eventually.
+      expect((await post()).status).toBe(200);
+      const plain = await runCli(
+        ['sandbox', 'inbound', '--agent', tenant.agent.id, '--from', user, '--text', 'Again'],
+        t.env,
+      );
+      expect(plain.stdout).toMatch(/^delivered wamid\.\S+ from \+\d+ to \+\d+; the 24-hour window is open\n$/);
       const doc = (await (await fetch(`${base}/api/openapi.json`)).json()) as { paths: Record<string, unknown> };
       expect(Object.keys(doc.paths)).toEqual(
         expect.arrayContaining([

@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openWindow } from '../src/messaging/message.repository.js';
 import { ManualClock } from '../src/shared/clock.js';
 import { DIALECTS } from './helpers/app.js';
 import { expectMatchesContract } from './helpers/contract.js';
 import { makeAgent, makeKey } from './helpers/factories.js';
 import {
   createMessagingApp,
+  dropTestData,
+  failWrites,
   type MessagingTestApp,
   makeSendingTenant,
   randomPhone,
@@ -39,8 +42,10 @@ describe.each(DIALECTS)('the 24-hour window and the sandbox inbound helper (%s)'
       success: false,
       error: `${user} has not written to this agent's number in the last 24 hours, so free text cannot be sent; use type 'template' with an approved template.`,
     });
-    const before = t.sandbox.received.length;
-    expect(before).toBeGreaterThanOrEqual(0);
+    // Refused on Parley's own records: the provider was not called at all.
+    expect(t.sandbox.received.filter((r) => (r.body as { to?: string }).to === user)).toEqual([]);
+    const stored = await t.ctx.db.selectFrom('messages').selectAll().where('to_phone', '=', user).execute();
+    expect(stored).toEqual([]);
 
     const res = await inbound({ from: user, text: 'Hi, where is my order?', name: 'Ada Lovelace' });
     expect(res.statusCode).toBe(200);
@@ -111,6 +116,71 @@ describe.each(DIALECTS)('the 24-hour window and the sandbox inbound helper (%s)'
     expect(same[0]?.lastSeenAt).toBe(Math.floor(clock.now() / 1000) * 1000);
   });
 
+  it('senders the provider spells another way (Brazil without the ninth digit, Mexico 521) open the window for both spellings', async () => {
+    const cases = [
+      { from: '+551187654321', other: '+5511987654321', endUser: '+5511987654321' },
+      { from: '+5215512345678', other: '+525512345678', endUser: '+525512345678' },
+    ];
+    for (const c of cases) {
+      const res = await inbound({ from: c.from, text: 'Olá / Hola', name: 'Ana' });
+      expect(res.statusCode).toBe(200);
+      const messageId = res.json().messageId as string;
+      const stored = await t.ctx.db
+        .selectFrom('inbound_messages')
+        .select(['from_phone', 'number_id'])
+        .where('provider_message_id', '=', messageId)
+        .executeTakeFirstOrThrow();
+      expect(stored).toEqual({ from_phone: c.from, number_id: tenant.number.id });
+      expect(
+        await t.ctx.db
+          .selectFrom('messaging_windows')
+          .select('user_phone')
+          .where('number_id', '=', tenant.number.id)
+          .where('user_phone', 'in', [c.from, c.other])
+          .execute(),
+      ).toHaveLength(1);
+      // The end user is recorded under the spelling the end-user records accept.
+      const users = await t.ctx.db
+        .selectFrom('end_users')
+        .select(['phone', 'name', 'origin'])
+        .where('org_id', '=', tenant.org.id)
+        .where('phone', 'in', [c.from, c.other])
+        .execute();
+      expect(users).toEqual([{ phone: c.endUser, name: 'Ana', origin: 'inbound' }]);
+      // Free text to either spelling passes Parley's window check and the provider's (the sandbox's).
+      for (const to of [c.from, c.other]) {
+        const sent = await send(textSend(undefined, to, 'Obrigado!'));
+        expect(sent.statusCode).toBe(200);
+        expect(t.sandbox.received.at(-1)?.body).toMatchObject({ to, type: 'text' });
+      }
+    }
+    await t.settle();
+  });
+
+  it('a sender the end-user records refuse still opens the window; no end user is recorded', async () => {
+    // Valid for the send validator, not for the strict one of end users.
+    const from = '+861300000000';
+    const res = await inbound({ from, text: 'ni hao' });
+    expect(res.statusCode).toBe(200);
+    expect(
+      await t.ctx.db
+        .selectFrom('inbound_messages')
+        .select('from_phone')
+        .where('provider_message_id', '=', res.json().messageId)
+        .execute(),
+    ).toEqual([{ from_phone: from }]);
+    expect(
+      await t.ctx.db
+        .selectFrom('end_users')
+        .select('id')
+        .where('org_id', '=', tenant.org.id)
+        .where('phone', '=', from)
+        .execute(),
+    ).toEqual([]);
+    expect((await send(textSend(undefined, from, 'hello'))).statusCode).toBe(200);
+    await t.settle();
+  });
+
   it('the inbound helper follows the agent rules of a send', async () => {
     const from = randomPhone();
     const expectError = (res: Awaited<ReturnType<typeof inbound>>, status: number, error: string | RegExp) => {
@@ -124,6 +194,17 @@ describe.each(DIALECTS)('the 24-hour window and the sandbox inbound helper (%s)'
     const bare = await makeAgent(t.ctx, tenant.org.id);
     expectError(await inbound({ from, text: 'x', convId: bare.id }, tenant.orgKey.auth), 400, /no messaging number/);
     expectError(await inbound({ from: '12', text: 'x' }), 400, /'from' must be a valid phone number/);
+    expectError(
+      await inbound({ from: '+14155550100 ext. 5', text: 'x' }),
+      400,
+      /'from' must be a phone number without an extension/,
+    );
+    expectError(await inbound({ from, text: '   ' }), 400, "'text' must not be empty.");
+    expectError(
+      await inbound({ from, text: 'x', convId: '' }),
+      400,
+      "Invalid body: 'convId' must NOT have fewer than 1 characters.",
+    );
     expectError(await inbound({ text: 'x' }), 400, "Invalid body: 'from' is required.");
     expectError(await inbound({ from, text: 'x' }, {}), 401, /Missing Authorization/);
     const noChannels = await makeKey(t.ctx, tenant.org.id, { permissions: ['endusers'] });
@@ -132,3 +213,124 @@ describe.each(DIALECTS)('the 24-hour window and the sandbox inbound helper (%s)'
     expect((await inbound({ from, text: 'x', convId: tenant.agent.id }, tenant.orgKey.auth)).statusCode).toBe(200);
   });
 });
+
+describe.each(DIALECTS)('the sandbox remembers its windows (%s)', (dialect) => {
+  it('across a restart of parley serve, and between two processes of one data folder', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 10, 1, 12, 0, 0));
+    const first = await createMessagingApp(dialect, { clock });
+    let second: MessagingTestApp | undefined;
+    let third: MessagingTestApp | undefined;
+    try {
+      const tenant = await makeSendingTenant(first.ctx);
+      const user = randomPhone();
+      const inbound = await first.app.inject({
+        method: 'POST',
+        url: '/api/sandbox/inbound',
+        headers: tenant.agentKey.auth,
+        payload: { from: user, text: 'hi' },
+      });
+      expect(inbound.statusCode).toBe(200);
+      await first.settle();
+      // Restart: the process (with its in-process sandbox) stops, a new one starts on the same data.
+      await first.app.close();
+      await first.ctx.close();
+      second = await createMessagingApp(dialect, { clock, shareWith: first });
+      clock.advance(HOUR);
+      const after = await second.app.inject({
+        method: 'POST',
+        url: '/api/channels/send',
+        headers: tenant.agentKey.auth,
+        payload: textSend(undefined, user, 'Still here?'),
+      });
+      expect(after.statusCode).toBe(200);
+      expect(second.sandbox.received.at(-1)?.body).toMatchObject({ to: user, text: { body: 'Still here?' } });
+
+      // A second process alongside: a user writing in through one is known to the other's sandbox.
+      third = await createMessagingApp(dialect, { clock, shareWith: first });
+      const other = randomPhone();
+      expect(
+        (
+          await second.app.inject({
+            method: 'POST',
+            url: '/api/sandbox/inbound',
+            headers: tenant.agentKey.auth,
+            payload: { from: other, text: 'hello' },
+          })
+        ).statusCode,
+      ).toBe(200);
+      const viaThird = await third.app.inject({
+        method: 'POST',
+        url: '/api/channels/send',
+        headers: tenant.agentKey.auth,
+        payload: textSend(undefined, other, 'Hi from the other process'),
+      });
+      expect(viaThird.statusCode).toBe(200);
+      // The provider's window closes after 24 hours there too.
+      clock.advance(25 * HOUR);
+      await openWindow(third.ctx.db, tenant.number.id, other, clock.now());
+      const expired = await third.app.inject({
+        method: 'POST',
+        url: '/api/channels/send',
+        headers: tenant.agentKey.auth,
+        payload: textSend(undefined, other, 'Too late'),
+      });
+      expect(expired.statusCode).toBe(400);
+      expect(expired.json().error).toMatch(/more than 24 hours have passed/);
+      await second.settle();
+      await third.settle();
+    } finally {
+      await third?.close();
+      await second?.close();
+      await dropTestData(first);
+    }
+  });
+});
+
+describe.each(DIALECTS)('POST /api/sandbox/inbound waits for its own webhook only (%s)', (dialect) => {
+  it('reports a webhook whose work failed, and does not wait for other work to drain', async () => {
+    const t = await createMessagingApp(dialect);
+    try {
+      const tenant = await makeSendingTenant(t.ctx);
+      const failing = randomPhone();
+      const restore = await failWrites(t, 'inbound_messages', 'INSERT', { column: 'from_phone', value: failing });
+      // A long retry: the failed body stays queued for a minute.
+      t.ctx.messaging.webhooks.retryDelaysMs = [60_000];
+      const post = (from: string) =>
+        t.app.inject({
+          method: 'POST',
+          url: '/api/sandbox/inbound',
+          headers: tenant.agentKey.auth,
+          payload: { from, text: 'hi' },
+        });
+      const failed = await post(failing);
+      expect(failed.statusCode).toBe(502);
+      expect(failed.json()).toEqual({
+        success: false,
+        error: expect.stringMatching(
+          /^The sandbox delivered inbound message wamid\.\S+, but its webhook could not be applied; Parley retries it in the background and keeps it as a failed webhook if it keeps failing, so the 24-hour window may not be open\.$/,
+        ),
+      });
+      expectMatchesContract(t.app, 'POST', '/api/sandbox/inbound', failed);
+      expect((await send(t, tenant, failing)).statusCode).toBe(400);
+
+      // Another user writes in while that retry is pending: answered at once, window open.
+      const started = Date.now();
+      const user = randomPhone();
+      expect((await post(user)).statusCode).toBe(200);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect((await send(t, tenant, user)).statusCode).toBe(200);
+      await restore();
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+function send(t: MessagingTestApp, tenant: Awaited<ReturnType<typeof makeSendingTenant>>, to: string) {
+  return t.app.inject({
+    method: 'POST',
+    url: '/api/channels/send',
+    headers: tenant.agentKey.auth,
+    payload: textSend(undefined, to, 'hello'),
+  });
+}

@@ -1,22 +1,38 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { createContext } from '../src/context.js';
+import { dropPostgresSchema } from '../src/db/database.js';
+import { buildApp } from '../src/http/app.js';
 import { signBody } from '../src/sandbox/sandbox.js';
 import { ManualClock } from '../src/shared/clock.js';
-import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
-import { expectMatchesContract } from './helpers/contract.js';
+import { randomBase62 } from '../src/shared/ids.js';
+import { DIALECTS, PG_URL, type TestApp } from './helpers/app.js';
+import { runCli } from './helpers/cli.js';
+import { expectMatchesContract, openApiDocument } from './helpers/contract.js';
 import { makeKey } from './helpers/factories.js';
 import {
   createMessagingApp,
+  createQuietTestApp,
+  failWrites,
   inboundPayload,
   type MessagingTestApp,
   makeSendingTenant,
+  postWebhook,
   randomPhone,
   signedWebhook,
   startFakeProvider,
   statusPayload,
+  storedWebhooks,
   templateSend,
 } from './helpers/messaging.js';
 
 const T0 = Date.UTC(2026, 10, 1, 12, 0, 0);
+const DAY = 24 * 60 * 60 * 1000;
 
 describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
   let t: MessagingTestApp;
@@ -55,6 +71,14 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
   const getMessage = (id: string, headers: Record<string, string> = tenant.agentKey.auth) =>
     t.app.inject({ method: 'GET', url: `/api/messages/${id}`, headers });
   const pid = () => tenant.number.phoneNumberId;
+  const ownIdOf = async (providerMessageId: string) =>
+    (
+      await t.ctx.db
+        .selectFrom('messages')
+        .select('id')
+        .where('provider_message_id', '=', providerMessageId)
+        .executeTakeFirstOrThrow()
+    ).id;
 
   it('answers the verification handshake only with the configured token', async () => {
     const ok = await t.app.inject({
@@ -159,13 +183,24 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     const id = await sendOne();
     const payload = statusPayload(pid(), [{ id, status: 'delivered', timestamp: T0 + 1000 }]);
     const { body, headers } = signedWebhook(t.ctx.messaging.appSecret, payload);
-    const res = await t.app.inject({ method: 'POST', url: '/webhooks/msgapp', headers, payload: body });
-    expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ received: 1 });
-    // Acknowledged: the raw body is in the inbox until its status has been applied.
-    const stored = await t.ctx.db.selectFrom('webhook_inbox').select('body').execute();
-    expect(stored.map((r) => r.body)).toContain(body);
+    // The first attempt at applying it fails, so the body is seen waiting for its retry.
+    const restore = await failWrites(t, 'message_statuses', 'INSERT', {
+      column: 'message_id',
+      value: await ownIdOf(id),
+    });
+    t.ctx.messaging.webhooks.retryDelaysMs = [300];
+    try {
+      const res = await t.app.inject({ method: 'POST', url: '/webhooks/msgapp', headers, payload: body });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({ received: 1 });
+      // Acknowledged: the raw body is in the live inbox until its status has been applied.
+      const stored = await t.ctx.db.selectFrom('webhook_inbox').select(['body', 'state']).execute();
+      expect(stored).toEqual([{ body, state: 'live' }]);
+    } finally {
+      await restore();
+    }
     await t.ctx.messaging.webhooks.idle();
+    t.ctx.messaging.webhooks.retryDelaysMs = [500, 2000, 8000, 30000];
     expect(await t.ctx.db.selectFrom('webhook_inbox').selectAll().execute()).toEqual([]);
     expect((await getMessage(id)).json().message.status).toBe('delivered');
   });
@@ -247,7 +282,7 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     expect((await getMessage(b)).json().message.status).toBe('delivered');
   });
 
-  it('an inbound message is processed once however often it is delivered; unknown numbers are ignored', async () => {
+  it('an inbound message is processed once however often it is delivered', async () => {
     const from = randomPhone();
     const payload = inboundPayload(pid(), from, `wamid.dup${Date.now()}`, 'hello', 'Ada', T0);
     expect((await post(payload)).statusCode).toBe(200);
@@ -260,9 +295,271 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     expect(rows).toHaveLength(1);
     const users = await t.ctx.db.selectFrom('end_users').select(['origin']).where('phone', '=', from).execute();
     expect(users).toEqual([{ origin: 'inbound' }]);
+  });
 
-    const stranger = inboundPayload('999999999', randomPhone(), `wamid.unknown${Date.now()}`, 'hi');
-    expect((await post(stranger)).statusCode).toBe(200);
+  it('an inbound message for an unknown number, or for none, is kept unrouted; adding the number replays it', async () => {
+    const before = await t.ctx.db.selectFrom('webhook_inbox').select('id').where('state', '=', 'unrouted').execute();
+    const phoneNumberId = String(Date.now()).slice(-12);
+    const from = randomPhone();
+    const id = `wamid.unknown${Date.now()}`;
+    const stranger = signedWebhook(t.ctx.messaging.appSecret, inboundPayload(phoneNumberId, from, id, 'hi', 'Ada', T0));
+    const ack = await t.app.inject({
+      method: 'POST',
+      url: '/webhooks/msgapp',
+      headers: stranger.headers,
+      payload: stranger.body,
+    });
+    expect(ack.statusCode).toBe(200);
+    expect(ack.json()).toEqual({ received: 1 });
+    await t.ctx.messaging.webhooks.idle();
+    const withMetadata = inboundPayload(pid(), randomPhone(), `wamid.nometa${Date.now()}`, 'hi');
+    const noMetadata = {
+      ...withMetadata,
+      entry: withMetadata.entry.map((e) => ({
+        ...e,
+        changes: e.changes.map(({ value: { metadata: _metadata, ...value }, ...change }) => ({ ...change, value })),
+      })),
+    };
+    expect((await post(noMetadata)).statusCode).toBe(200);
+
+    const kept = (await storedWebhooks(t)).filter((r) => !before.some((b) => b.id === r.id));
+    expect(kept).toHaveLength(2);
+    expect(kept[0]).toMatchObject({
+      state: 'unrouted',
+      body: stranger.body,
+      phone_number_ids: `,${phoneNumberId},`,
+      last_error: `unknown number: no messaging number has phone number ID '${phoneNumberId}'`,
+    });
+    expect(kept[1]).toMatchObject({ state: 'unrouted', phone_number_ids: ',,' });
+    expect(
+      await t.ctx.db.selectFrom('inbound_messages').selectAll().where('provider_message_id', '=', id).execute(),
+    ).toEqual([]);
+    // A restart does not replay it (it is not live) and is not blocked by it.
+    expect(await t.ctx.messaging.webhooks.recover()).toBe(0);
+
+    // The operator adds the number: the stored message is applied (stored, window opened, end user).
+    const added = await runCli(
+      [
+        'number',
+        'add',
+        '--org',
+        tenant.org.id,
+        '--phone',
+        randomPhone(),
+        '--provider',
+        'cloud',
+        '--phone-number-id',
+        phoneNumberId,
+        '--access-token-env',
+        'TEST_TOKEN',
+        '--json',
+      ],
+      { ...t.env, TEST_TOKEN: 'EAAG-test' },
+    );
+    expect(added.code).toBe(0);
+    expect(added.json()).toMatchObject({ phoneNumberId, replayedWebhooks: 1 });
+    const inbound = await t.ctx.db
+      .selectFrom('inbound_messages')
+      .selectAll()
+      .where('provider_message_id', '=', id)
+      .executeTakeFirstOrThrow();
+    expect(inbound).toMatchObject({ from_phone: from, org_id: tenant.org.id, text: 'hi', sent_at: T0 });
+    const window = await t.ctx.db
+      .selectFrom('messaging_windows')
+      .selectAll()
+      .where('number_id', '=', inbound.number_id)
+      .execute();
+    expect(window).toEqual([{ number_id: inbound.number_id, user_phone: from, last_inbound_at: T0 }]);
+    expect(
+      await t.ctx.db
+        .selectFrom('end_users')
+        .select('origin')
+        .where('org_id', '=', tenant.org.id)
+        .where('phone', '=', from)
+        .execute(),
+    ).toEqual([{ origin: 'inbound' }]);
+    const left = await storedWebhooks(t);
+    expect(left.map((r) => r.id)).not.toContain(kept[0]?.id);
+    expect(left.map((r) => r.id)).toContain(kept[1]?.id);
+  });
+
+  it('odd but well-signed values are applied or skipped item by item, never failing the body', async () => {
+    const id = await sendOne();
+    const good = `wamid.odd${Date.now()}`;
+    const payload = {
+      object: 'whatsapp_business_account',
+      entry: [
+        {
+          id: 'waba',
+          changes: [
+            {
+              field: 'messages',
+              value: {
+                metadata: { display_phone_number: '16505550000', phone_number_id: pid() },
+                contacts: [{ profile: { name: 'Nul\u0000Name' }, wa_id: '16505550177' }],
+                messages: [
+                  { from: 'abc', id: `${good}.a`, timestamp: String(T0 / 1000), type: 'text', text: { body: 'x' } },
+                  { from: '999', id: `${good}.b`, timestamp: String(T0 / 1000), type: 'text', text: { body: 'x' } },
+                  {
+                    from: '16505550177',
+                    id: good,
+                    timestamp: '99999999999999999',
+                    type: 'text',
+                    text: { body: 'a\u0000b' },
+                  },
+                ],
+                statuses: [
+                  { id, status: 'sent', timestamp: '99999999999999999', errors: [{ code: 1.5 }] },
+                  { id, status: 'failed', timestamp: '-5', errors: [{ code: 99999999999, title: 'huge' }] },
+                  { id, status: 'exploded', timestamp: String(T0 / 1000) },
+                ],
+              },
+            },
+          ],
+        },
+      ],
+    };
+    const res = await post(payload);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ received: 3 });
+    expect(await t.ctx.db.selectFrom('webhook_inbox').selectAll().where('state', '=', 'live').execute()).toEqual([]);
+    expect((await storedWebhooks(t)).filter((r) => r.body.includes(good))).toEqual([]);
+    const inbound = await t.ctx.db
+      .selectFrom('inbound_messages')
+      .selectAll()
+      .where('provider_message_id', 'like', `${good}%`)
+      .execute();
+    expect(inbound).toEqual([
+      expect.objectContaining({ provider_message_id: good, from_phone: '+16505550177', text: 'ab', sent_at: T0 }),
+    ]);
+    const user = await t.ctx.db
+      .selectFrom('end_users')
+      .select('name')
+      .where('org_id', '=', tenant.org.id)
+      .where('phone', '=', '+16505550177')
+      .executeTakeFirstOrThrow();
+    expect(user.name).toBe('NulName');
+    const message = (await getMessage(id)).json().message;
+    expect(message.status).toBe('failed');
+    expect(message.statuses).toEqual([
+      { status: 'sent', timestamp: T0, receivedAt: T0 },
+      { status: 'failed', timestamp: T0, receivedAt: T0, error: { code: null, message: 'huge' } },
+    ]);
+  });
+
+  it('work that keeps failing is retried, then kept as failed (listed, never blocking a start) and replayable', async () => {
+    t.ctx.messaging.webhooks.retryDelaysMs = [20, 20];
+    const from = randomPhone();
+    const restore = await failWrites(t, 'inbound_messages', 'INSERT', { column: 'from_phone', value: from });
+    const id = `wamid.fails${Date.now()}`;
+    let kept: Awaited<ReturnType<typeof storedWebhooks>>;
+    try {
+      const res = await post(inboundPayload(pid(), from, id, 'will fail', 'Ada', T0));
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({ received: 1 });
+      kept = (await storedWebhooks(t)).filter((r) => r.body.includes(id));
+      expect(kept).toEqual([
+        expect.objectContaining({
+          state: 'failed',
+          attempts: 3,
+          last_error: expect.stringContaining('injected failure'),
+        }),
+      ]);
+      expect(
+        await t.ctx.db.selectFrom('inbound_messages').selectAll().where('provider_message_id', '=', id).execute(),
+      ).toEqual([]);
+      // Out of the live queue: a start does not replay it (so it cannot fail every start).
+      expect(await t.ctx.messaging.webhooks.recover()).toBe(0);
+      const listed = await runCli(['webhooks', 'failed', '--json'], t.env);
+      expect(listed.code).toBe(0);
+      expect(listed.json<{ id: string }[]>().find((w) => w.id === kept[0]?.id)).toEqual({
+        id: kept[0]?.id,
+        state: 'failed',
+        receivedAt: T0,
+        failedAt: T0,
+        attempts: 3,
+        error: expect.stringContaining('injected failure'),
+        phoneNumberIds: [],
+        items: 1,
+      });
+      const table = await runCli(['webhooks', 'failed'], t.env);
+      expect(table.stdout).toContain(kept[0]?.id);
+    } finally {
+      await restore();
+      t.ctx.messaging.webhooks.retryDelaysMs = [500, 2000, 8000, 30000];
+    }
+    const retried = await runCli(['webhooks', 'retry', '--id', kept[0]?.id ?? '', '--json'], t.env);
+    expect(retried.code).toBe(0);
+    expect(retried.json()).toMatchObject({ replayed: 1, applied: 1, failed: 0, unrouted: 0 });
+    expect(
+      await t.ctx.db.selectFrom('inbound_messages').select('text').where('provider_message_id', '=', id).execute(),
+    ).toEqual([{ text: 'will fail' }]);
+    expect(
+      await t.ctx.db.selectFrom('messaging_windows').select('user_phone').where('user_phone', '=', from).execute(),
+    ).toEqual([{ user_phone: from }]);
+    expect(
+      await t.ctx.db
+        .selectFrom('end_users')
+        .select('phone')
+        .where('org_id', '=', tenant.org.id)
+        .where('phone', '=', from)
+        .execute(),
+    ).toEqual([{ phone: from }]);
+    expect((await storedWebhooks(t)).filter((r) => r.body.includes(id))).toEqual([]);
+    const unknown = await runCli(['webhooks', 'retry', '--id', 'evt_nope'], t.env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/no failed or unrouted webhook "evt_nope"/);
+  });
+
+  it("statuses are scoped by the number the webhook names: another number's status never moves a message", async () => {
+    const id = await sendOne();
+    const stranger = await makeSendingTenant(t.ctx);
+    await post(statusPayload(stranger.number.phoneNumberId, [{ id, status: 'read', timestamp: T0 + 1000 }]));
+    const untouched = (await getMessage(id)).json().message;
+    expect(untouched.status).toBe('accepted');
+    expect(untouched.statuses).toEqual([]);
+    const pending = await t.ctx.db
+      .selectFrom('pending_statuses')
+      .selectAll()
+      .where('provider_message_id', '=', id)
+      .execute();
+    expect(pending).toEqual([
+      expect.objectContaining({ status: 'read', phone_number_id: stranger.number.phoneNumberId }),
+    ]);
+    await post(statusPayload(pid(), [{ id, status: 'delivered', timestamp: T0 + 2000 }]));
+    expect((await getMessage(id)).json().message.status).toBe('delivered');
+  });
+
+  it('checks the signature first: an unsigned request is 401 even when empty; a signed empty one is 400', async () => {
+    const bare = await t.app.inject({ method: 'POST', url: '/webhooks/msgapp' });
+    expect(bare.statusCode).toBe(401);
+    expect(bare.json()).toEqual({ error: 'Missing or invalid X-Hub-Signature-256.', code: 'UNAUTHORIZED' });
+    const emptyJson = await t.app.inject({
+      method: 'POST',
+      url: '/webhooks/msgapp',
+      headers: { 'content-type': 'application/json' },
+      payload: '',
+    });
+    expect(emptyJson.statusCode).toBe(401);
+    const signedEmpty = await t.app.inject({
+      method: 'POST',
+      url: '/webhooks/msgapp',
+      headers: { 'content-type': 'application/json', 'x-hub-signature-256': signBody(t.ctx.messaging.appSecret, '') },
+      payload: '',
+    });
+    expect(signedEmpty.statusCode).toBe(400);
+    expect(signedEmpty.json()).toEqual({ error: 'The webhook body is empty.', code: 'INVALID_BODY' });
+  });
+
+  it('documents the webhook body and its signature check in /api/openapi.json', () => {
+    const doc = openApiDocument(t.app);
+    const op = doc.paths['/webhooks/msgapp']?.post;
+    expect(op?.requestBody).toMatchObject({
+      content: { 'application/json': { schema: { type: 'object', properties: { entry: { type: 'array' } } } } },
+    });
+    expect(op?.responses?.['401']?.description).toBe(
+      'Missing or invalid X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the app secret).',
+    );
   });
 
   it('GET /api/messages: same scope rules as a send; other organizations see nothing', async () => {
@@ -318,7 +615,7 @@ describe.each(DIALECTS)('a status before its message is stored (%s)', (dialect) 
       status: 200,
       body: { messaging_product: 'whatsapp', messages: [{ id: 'wamid.EARLY1' }] },
     }));
-    const t = await createTestApp(dialect, { env: { PARLEY_PROVIDER_BASE_URL: provider.url } });
+    const t = await createQuietTestApp(dialect, { env: { PARLEY_PROVIDER_BASE_URL: provider.url } });
     try {
       const tenant = await makeSendingTenant(t.ctx);
       const early = statusPayload(tenant.number.phoneNumberId, [
@@ -361,10 +658,11 @@ describe.each(DIALECTS)('a status before its message is stored (%s)', (dialect) 
 describe.each(DIALECTS)('statuses racing the send (%s)', (dialect) => {
   it('a status that arrives before the provider has even answered the send is applied to the stored message', async () => {
     let t: TestApp | undefined;
+    let phoneNumberId = '';
     // The provider reports "delivered" (with our callback data) before it answers the send.
     const provider = await startFakeProvider(async (body) => {
       if (!t) throw new Error('no app');
-      const early = statusPayload('0', [
+      const early = statusPayload(phoneNumberId, [
         {
           id: 'wamid.RACE1',
           status: 'delivered',
@@ -378,9 +676,10 @@ describe.each(DIALECTS)('statuses racing the send (%s)', (dialect) => {
       await t.ctx.messaging.webhooks.idle();
       return { status: 200, body: { messaging_product: 'whatsapp', messages: [{ id: 'wamid.RACE1' }] } };
     });
-    t = await createTestApp(dialect, { env: { PARLEY_PROVIDER_BASE_URL: provider.url } });
+    t = await createQuietTestApp(dialect, { env: { PARLEY_PROVIDER_BASE_URL: provider.url } });
     try {
       const tenant = await makeSendingTenant(t.ctx);
+      phoneNumberId = tenant.number.phoneNumberId;
       const sent = await t.app.inject({
         method: 'POST',
         url: '/api/channels/send',
@@ -399,6 +698,81 @@ describe.each(DIALECTS)('statuses racing the send (%s)', (dialect) => {
     } finally {
       await t.close();
       await provider.close();
+    }
+  });
+});
+
+describe.each(DIALECTS)('pending statuses (%s)', (dialect) => {
+  it('are kept for the provider retry horizon (7 days), then deleted', async () => {
+    const clock = new ManualClock(T0);
+    const t = await createMessagingApp(dialect, { clock, webhooks: false });
+    try {
+      const tenant = await makeSendingTenant(t.ctx);
+      const pnid = tenant.number.phoneNumberId;
+      await postWebhook(t, statusPayload(pnid, [{ id: 'wamid.NEVER1', status: 'delivered', timestamp: T0 }]));
+      const pending = () =>
+        t.ctx.db.selectFrom('pending_statuses').select('provider_message_id').orderBy('provider_message_id').execute();
+      expect(await pending()).toEqual([{ provider_message_id: 'wamid.NEVER1' }]);
+      clock.advance(6 * DAY);
+      await postWebhook(t, statusPayload(pnid, [{ id: 'wamid.NEVER2', status: 'sent', timestamp: clock.now() }]));
+      expect(await pending()).toEqual([
+        { provider_message_id: 'wamid.NEVER1' },
+        { provider_message_id: 'wamid.NEVER2' },
+      ]);
+      clock.advance(DAY + 60_000);
+      await postWebhook(t, statusPayload(pnid, [{ id: 'wamid.NEVER3', status: 'sent', timestamp: clock.now() }]));
+      expect(await pending()).toEqual([
+        { provider_message_id: 'wamid.NEVER2' },
+        { provider_message_id: 'wamid.NEVER3' },
+      ]);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe.each(DIALECTS)('request logs of the webhook routes (%s)', (dialect) => {
+  it('never carry the verify token', async () => {
+    const lines: string[] = [];
+    const dataDir = mkdtempSync(join(tmpdir(), 'fixmsg-logs-'));
+    const schema = `t_${randomBase62(12).toLowerCase()}`;
+    const env: Record<string, string> = {
+      PARLEY_DATA_DIR: dataDir,
+      PARLEY_WEBHOOK_VERIFY_TOKEN: 'sekret-verify-token',
+      LOG_LEVEL: 'info',
+      ...(dialect === 'postgres' && PG_URL ? { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: schema } : {}),
+    };
+    const config = loadConfig({}, env);
+    const region = config.regions[0];
+    if (!region) throw new Error('no region');
+    const logger = pino(
+      { level: 'info' },
+      new Writable({ write: (chunk, _enc, done) => done(void lines.push(String(chunk))) }),
+    );
+    const ctx = await createContext(config, region, { logger });
+    const app = await buildApp(ctx, { logRequests: true });
+    try {
+      const ok = await app.inject({
+        method: 'GET',
+        url: '/webhooks/msgapp?hub.mode=subscribe&hub.verify_token=sekret-verify-token&hub.challenge=42',
+      });
+      expect(ok.statusCode).toBe(200);
+      const wrong = await app.inject({
+        method: 'GET',
+        url: '/webhooks/msgapp?hub.verify_token=sekret-guess&hub.mode=subscribe',
+      });
+      expect(wrong.statusCode).toBe(403);
+      const incoming = lines.filter((l) => l.includes('incoming request'));
+      expect(incoming).toHaveLength(2);
+      expect(JSON.parse(incoming[0] ?? '{}').req.url).toBe(
+        '/webhooks/msgapp?hub.mode=subscribe&hub.verify_token=[redacted]&hub.challenge=42',
+      );
+      expect(lines.join('')).not.toContain('sekret');
+    } finally {
+      await app.close();
+      await ctx.close();
+      if (dialect === 'postgres' && PG_URL) await dropPostgresSchema(PG_URL, schema);
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -5,11 +5,20 @@ import { errorResponses } from '../http/errors.js';
 import { IDEMPOTENCY_RESPONSE_HEADERS, IdempotencyHeaders, idempotency } from '../idempotency/idempotency.hook.js';
 import { RATE_LIMIT_HEADERS, rateLimit, rateLimitedResponse, withHeaders } from '../rate-limit/rate-limit.hook.js';
 import { ChannelSendBody, ChannelSendResponse } from './channel.schemas.js';
-import { sendChannelMessage } from './channel.service.js';
+import { SendOutcomeUnknown, sendChannelMessage } from './channel.service.js';
+
+/**
+ * How long an idempotent send may stay in flight before its claim counts as abandoned: the
+ * provider timeout and a minute for everything else, at least the 5 minutes of any claim. Tied to
+ * the timeout so that no setting of it lets a retry take over a send still running.
+ */
+export const sendClaimExpiryMs = (providerTimeoutMs: number) => providerTimeoutMs + 60_000;
 
 /** POST /api/channels/send: authenticate, validate, call the verb, answer with what it returns. */
 export const channelRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const idem = idempotency(ctx, 'POST /api/channels/send');
+  const idem = idempotency(ctx, 'POST /api/channels/send', {
+    inFlightExpiryMs: sendClaimExpiryMs(ctx.config.messaging.providerTimeoutMs),
+  });
   app.post(
     '/api/channels/send',
     {
@@ -22,7 +31,9 @@ export const channelRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
         description:
           "Sends a template (any time) or free text (only within 24 hours of the recipient's last message to the " +
           "agent's number) from the messaging number assigned to the agent. A provider rejection is 400 with the " +
-          'reason; a provider that cannot be reached or fails is 502, and the send is not retried.',
+          'reason; a provider that cannot be reached or fails is 502, and the send is not retried. A 502 whose ' +
+          'sentence says the outcome is unknown (no answer in time) may have been accepted: its Idempotency-Key ' +
+          'keeps that answer, and GET /api/messages/{id} shows what the provider later reports.',
         tags: ['channels'],
         security: BEARER,
         headers: IdempotencyHeaders,
@@ -35,9 +46,14 @@ export const channelRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
       },
     },
     async (request, reply) => {
-      const result = await sendChannelMessage(ctx, principalOf(request), request.body);
-      // The verb decides the status (always 200 today; errors are thrown as AppError).
-      return reply.code(result.status as 200).send(result.body);
+      try {
+        const result = await sendChannelMessage(ctx, principalOf(request), request.body);
+        // The verb decides the status (always 200 today; errors are thrown as AppError).
+        return reply.code(result.status as 200).send(result.body);
+      } catch (err) {
+        if (err instanceof SendOutcomeUnknown) idem.keepFailure(request);
+        throw err;
+      }
     },
   );
 };

@@ -1,47 +1,95 @@
 import { type Static, Type } from '@sinclair/typebox';
+import { MAX_PHONE_INPUT } from '../numbers/phone.js';
 
 export const CHANNEL = 'msgapp';
 export const TEMPLATE_LANGUAGE = /^[a-z]{2,3}_[A-Z]{2}$/;
+
+/*
+ * Lengths are counted in characters (Unicode code points, so an emoji is one), as the provider
+ * counts them; the schema validator counts the same way.
+ */
+/** Free text: the provider's limit. */
 export const MAX_TEXT = 4096;
+/** Template body text: the provider's limit for the whole body, so for its parameters together too. */
+export const MAX_BODY_PARAMETERS = 1024;
+/** Template header text: the provider's limit. */
+export const MAX_HEADER_PARAMETERS = 60;
+export const MAX_TEMPLATE_NAME = 512;
+export const MAX_LANGUAGE = 16;
+export const MAX_CONV_ID = 64;
+
+const MessageType = Type.Unsafe<'template' | 'message'>({
+  type: 'string',
+  enum: ['template', 'message'],
+  description: '`template` (allowed any time) or `message` (free text, only inside the 24-hour window).',
+});
 
 export const ChannelSendBody = Type.Object(
   {
     channel: Type.String({
+      maxLength: 64,
       description: `The channel; the only allowed value is \`${CHANNEL}\`.`,
       examples: [CHANNEL],
     }),
     to: Type.String({
-      description: 'The recipient: a phone number in international format (+ and country code); normalized to E.164.',
+      maxLength: MAX_PHONE_INPUT,
+      description:
+        'The recipient: a phone number in international format (+ and country code, no extension); normalized to E.164.',
       examples: ['+14155550100'],
     }),
-    type: Type.Union([Type.Literal('template'), Type.Literal('message')], {
-      description: '`template` (allowed any time) or `message` (free text, only inside the 24-hour window).',
-    }),
+    type: MessageType,
     convId: Type.Optional(
-      Type.String({ description: 'Public ID of the target agent. Required with organization keys.' }),
+      Type.String({
+        minLength: 1,
+        maxLength: MAX_CONV_ID,
+        description: 'Public ID of the target agent. Required with organization keys.',
+      }),
     ),
     template: Type.Optional(
       Type.Object(
         {
-          name: Type.String({ description: 'Name of an approved template.', examples: ['order_update'] }),
-          language: Type.String({ description: 'Language code of the template, form xx_XX.', examples: ['en_US'] }),
+          name: Type.String({
+            maxLength: MAX_TEMPLATE_NAME,
+            description: 'Name of an approved template.',
+            examples: ['order_update'],
+          }),
+          language: Type.String({
+            maxLength: MAX_LANGUAGE,
+            description: 'Language code of the template, form xx_XX.',
+            examples: ['en_US'],
+          }),
           parameters: Type.Optional(
             Type.Object(
               {
-                body: Type.Optional(Type.Array(Type.String(), { description: 'Body parameters, in order.' })),
-                header: Type.Optional(Type.Array(Type.String(), { description: 'Header parameters, in order.' })),
+                body: Type.Optional(
+                  Type.Array(Type.String({ maxLength: MAX_BODY_PARAMETERS }), {
+                    maxItems: MAX_BODY_PARAMETERS,
+                    description: `Body parameters, in order; none empty, at most ${MAX_BODY_PARAMETERS} characters together.`,
+                  }),
+                ),
+                header: Type.Optional(
+                  Type.Array(Type.String({ maxLength: MAX_HEADER_PARAMETERS }), {
+                    maxItems: MAX_HEADER_PARAMETERS,
+                    description: `Header parameters, in order; none empty, at most ${MAX_HEADER_PARAMETERS} characters together.`,
+                  }),
+                ),
               },
               { additionalProperties: false },
             ),
           ),
         },
-        { additionalProperties: false, description: 'Required when `type` is `template`.' },
+        { additionalProperties: false, description: 'Required when `type` is `template`; refused with `message`.' },
       ),
     ),
     message: Type.Optional(
       Type.Object(
-        { text: Type.String({ description: `The plain text body, 1 to ${MAX_TEXT} characters.` }) },
-        { additionalProperties: false, description: 'Required when `type` is `message`.' },
+        {
+          text: Type.String({
+            maxLength: MAX_TEXT,
+            description: `The plain text body, 1 to ${MAX_TEXT} characters (code points), not only spaces.`,
+          }),
+        },
+        { additionalProperties: false, description: 'Required when `type` is `message`; refused with `template`.' },
       ),
     ),
   },

@@ -10,14 +10,15 @@ import {
   STATUS_RANK,
 } from '../messaging/message.repository.js';
 import type { ProviderResult, ProviderSend } from '../messaging/provider.js';
-import { toE164 } from '../numbers/number.service.js';
+import { parseInternationalPhone, windowKey } from '../numbers/phone.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import {
   CHANNEL,
   type ChannelSendBody,
   type ChannelSendResponse,
-  MAX_TEXT,
+  MAX_BODY_PARAMETERS,
+  MAX_HEADER_PARAMETERS,
   TEMPLATE_LANGUAGE,
 } from './channel.schemas.js';
 
@@ -26,7 +27,29 @@ export interface ServiceResult<T> {
   readonly body: T;
 }
 
+/**
+ * A 502 after which the provider may have accepted the message (it did not answer in time, the
+ * connection was lost after the request went out). The idempotency layer keeps this answer under
+ * the key, so a retry with the same key is told so instead of sending a second time.
+ */
+export class SendOutcomeUnknown extends AppError {
+  constructor(message: string) {
+    super('PROVIDER_UNAVAILABLE', message);
+    this.name = 'SendOutcomeUnknown';
+  }
+}
+
 const invalid = (message: string) => new AppError('INVALID_BODY', message);
+
+/** A caller's value echoed in a sentence: at most 40 characters of it. */
+export const clip = (text: string, max = 40) => (text.length <= max ? text : `${text.slice(0, max)}...`);
+
+/** Characters as the provider counts them: code points, not UTF-16 units. */
+const lengthOf = (text: string) => {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+};
 
 /** The target agent and its number (of the same organization), in one query. */
 const agentWithNumber = precompiled((db) =>
@@ -47,10 +70,23 @@ const agentWithNumber = precompiled((db) =>
     .where('agents.id', '=', slot<string>(1)),
 );
 
+/** Template parameters of one component: none blank, and at most `max` characters together. */
+function checkParameters(values: readonly string[], field: string, max: number): readonly string[] {
+  let total = 0;
+  for (const [i, value] of values.entries()) {
+    if (!value.trim()) throw invalid(`'template.parameters.${field}.${i}' must not be empty.`);
+    total += lengthOf(value);
+  }
+  if (total > max) {
+    throw invalid(`'template.parameters.${field}' holds ${total} characters in all; the most is ${max}.`);
+  }
+  return values;
+}
+
 /** The checks of the body the schema cannot express, each with its own sentence. */
 function checkBody(body: ChannelSendBody): { to: string; content: ProviderSend['content'] } {
   if (body.channel !== CHANNEL) {
-    throw invalid(`Unsupported channel '${body.channel}'; the only allowed value is '${CHANNEL}'.`);
+    throw invalid(`Unsupported channel '${clip(body.channel)}'; the only allowed value is '${CHANNEL}'.`);
   }
   if (body.type === 'template' && !body.template) {
     throw invalid("A send with type 'template' needs a 'template' object with 'name' and 'language'.");
@@ -58,16 +94,25 @@ function checkBody(body: ChannelSendBody): { to: string; content: ProviderSend['
   if (body.type === 'message' && !body.message) {
     throw invalid("A send with type 'message' needs a 'message' object with 'text'.");
   }
-  const to = toE164(body.to);
-  if (!to) {
-    throw invalid(`'to' must be a valid phone number in international format, such as +14155550100; got '${body.to}'.`);
+  if (body.type === 'template' && body.message) {
+    throw invalid("A send with type 'template' takes a 'template' object only; remove 'message'.");
   }
+  if (body.type === 'message' && body.template) {
+    throw invalid("A send with type 'message' takes a 'message' object only; remove 'template'.");
+  }
+  const phone = parseInternationalPhone(body.to);
+  if (!phone.ok) {
+    throw invalid(
+      phone.problem === 'extension'
+        ? `'to' must be a phone number without an extension; got '${clip(body.to)}'.`
+        : `'to' must be a valid phone number in international format, such as +14155550100; got '${clip(body.to)}'.`,
+    );
+  }
+  const to = phone.e164;
   if (body.type === 'message') {
     const text = body.message?.text ?? '';
     if (text.length === 0) throw invalid("'message.text' must not be empty.");
-    if (text.length > MAX_TEXT) {
-      throw invalid(`'message.text' is ${text.length} characters long; the most is ${MAX_TEXT}.`);
-    }
+    if (!text.trim()) throw invalid("'message.text' must not be blank: the provider refuses a text of only spaces.");
     return { to, content: { kind: 'text', text } };
   }
   const template = body.template;
@@ -75,7 +120,7 @@ function checkBody(body: ChannelSendBody): { to: string; content: ProviderSend['
   if (!template.name.trim()) throw invalid("'template.name' must not be empty.");
   if (!TEMPLATE_LANGUAGE.test(template.language)) {
     throw invalid(
-      `'template.language' must be a language code of the form xx_XX, such as en_US; got '${template.language}'.`,
+      `'template.language' must be a language code of the form xx_XX, such as en_US; got '${clip(template.language)}'.`,
     );
   }
   return {
@@ -84,8 +129,8 @@ function checkBody(body: ChannelSendBody): { to: string; content: ProviderSend['
       kind: 'template',
       name: template.name,
       language: template.language,
-      header: template.parameters?.header ?? [],
-      body: template.parameters?.body ?? [],
+      header: checkParameters(template.parameters?.header ?? [], 'header', MAX_HEADER_PARAMETERS),
+      body: checkParameters(template.parameters?.body ?? [], 'body', MAX_BODY_PARAMETERS),
     },
   };
 }
@@ -93,11 +138,11 @@ function checkBody(body: ChannelSendBody): { to: string; content: ProviderSend['
 /** Why the provider refused, as a sentence the caller can act on. */
 export function rejectionSentence(result: Extract<ProviderResult, { ok: false }>, send: ProviderSend): string {
   const c = send.content;
-  const detail = result.message ? ` (${result.message})` : '';
+  const detail = result.message ? ` (${clip(result.message, 300)})` : '';
   switch (result.code) {
     case 132001:
       return c.kind === 'template'
-        ? `The provider rejected the message: template '${c.name}' does not exist in language '${c.language}' or is not approved.`
+        ? `The provider rejected the message: template '${clip(c.name, 100)}' does not exist in language '${c.language}' or is not approved.`
         : 'The provider rejected the message: the template does not exist or is not approved.';
     case 132000:
       return `The provider rejected the message: the number of template parameters does not match the template${detail}.`;
@@ -152,14 +197,14 @@ export async function sendChannelMessage(
   assertAgentAllowed(principal, agentId);
 
   const row = (await agentWithNumber(ctx.db, [principal.orgId, agentId])).rows[0];
-  if (!row) throw new AppError('NOT_FOUND', `No agent with ID '${agentId}' in this organization.`);
+  if (!row) throw new AppError('NOT_FOUND', `No agent with ID '${clip(agentId, 64)}' in this organization.`);
   if (!row.number_id || !row.phone_number_id) {
-    throw invalid(`Agent '${agentId}' has no messaging number assigned, so it cannot send messages.`);
+    throw invalid(`Agent '${clip(agentId, 64)}' has no messaging number assigned, so it cannot send messages.`);
   }
   const numberId = row.number_id;
 
   const now = ctx.clock.now();
-  if (content.kind === 'text' && !(await isWindowOpen(ctx.db, numberId, to, now))) {
+  if (content.kind === 'text' && !(await isWindowOpen(ctx.db, numberId, windowKey(to), now))) {
     throw invalid(
       `${to} has not written to this agent's number in the last 24 hours, so free text cannot be sent; use type 'template' with an approved template.`,
     );
@@ -192,21 +237,49 @@ export async function sendChannelMessage(
 
   const result = await ctx.messaging.provider.send(send);
   const at = ctx.clock.now();
+  // From here on the provider has answered: bookkeeping that fails is logged, never the caller's
+  // answer (the stored message and its callback data still let later statuses find it).
+  const record = async (what: string, write: () => Promise<unknown>) => {
+    try {
+      await write();
+    } catch (err) {
+      ctx.logger.error(
+        { err, messageId: send.callbackData, providerMessageId: result.ok ? result.messageId : undefined },
+        `the provider answered a send, but recording ${what} failed`,
+      );
+    }
+  };
   if (!result.ok) {
     if (result.kind === 'rejected' || result.kind === 'throttled') {
       const sentence = rejectionSentence(result, send);
-      await markSendFailed(ctx.db, send.callbackData, 'rejected', result.code, sentence, at);
+      await record('the rejection', () =>
+        markSendFailed(ctx.db, send.callbackData, 'rejected', result.code, sentence, at),
+      );
       throw new AppError('PROVIDER_REJECTED', sentence);
+    }
+    if (result.kind === 'unknown') {
+      const sentence =
+        `The messaging provider's answer is missing (${result.message}), so whether it accepted the message is ` +
+        `unknown; it was not retried. GET /api/messages/${send.callbackData} ` +
+        "shows the message's status once the provider reports on it; send again (with a new Idempotency-Key) only if it never does.";
+      await record('the unknown outcome', () =>
+        markSendFailed(ctx.db, send.callbackData, 'unconfirmed', null, sentence, at),
+      );
+      throw new SendOutcomeUnknown(sentence);
     }
     const sentence =
       result.kind === 'config'
         ? "The messaging provider refused this number's credentials; an administrator must check its access token."
-        : `The messaging provider could not be reached or failed (${result.message}); the message was not retried.`;
-    await markSendFailed(ctx.db, send.callbackData, 'unconfirmed', result.code, sentence, at);
+        : `The messaging provider could not be reached or failed (${result.message}); the message was not sent and was not retried.`;
+    await record('the failure', () =>
+      markSendFailed(ctx.db, send.callbackData, 'unconfirmed', result.code, sentence, at),
+    );
     throw new AppError('PROVIDER_UNAVAILABLE', sentence);
   }
-  await markAccepted(ctx.db, send.callbackData, result.messageId, at);
-  await applyPendingStatuses(ctx.db, send.callbackData, result.messageId);
+  await record('the acceptance', async () => {
+    await markAccepted(ctx.db, send.callbackData, result.messageId, at);
+    await applyPendingStatuses(ctx.db, send.callbackData, result.messageId, send.phoneNumberId);
+  });
   return {
     status: 200,
     body: { success: true, messageType: body.type, channel: CHANNEL, messageId: result.messageId },

@@ -5,6 +5,7 @@ import { registerNumberCommands } from './commands/numbers.js';
 import { registerPlatformCommands } from './commands/platform.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
 import { registerServeCommand } from './commands/serve.js';
+import { registerWebhookCommands } from './commands/webhooks.js';
 
 const program = new Command('parley')
   .description('Parley: messaging and end-user API for conversational agents')
@@ -19,5 +20,6 @@ registerDemoCommand(program);
 registerEndUserCommands(program);
 registerNumberCommands(program);
 registerSandboxCommands(program);
+registerWebhookCommands(program);
 
 await program.parseAsync(process.argv);

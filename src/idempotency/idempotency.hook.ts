@@ -6,6 +6,7 @@ import { completeClaim, releaseClaim } from './idempotency.repository.js';
 import {
   type Claim,
   claimIdempotencyKey,
+  IDEMPOTENCY_STALE_IN_FLIGHT_MS,
   parseIdempotencyKey,
   purgeExpiredKeys,
   requestHash,
@@ -21,14 +22,26 @@ import {
  * response with `Idempotent-Replayed: true`, so the handler does not run again. `onSend` stores
  * what the handler answered before it reaches the caller, so an immediate retry replays it.
  *
- * Stored outcomes: every 2xx and 4xx the handler answers (a provider rejection too: sending the
- * same body again would be rejected again). A 5xx (provider unreachable, internal error) is not
- * stored: the claim is released so the caller may retry with the same key. Requests refused
- * before the handler (401, 403, 429, a body that breaks the schema) never claim the key.
+ * Stored outcomes: every 2xx and 4xx the handler answers (a provider rejection, a 403 for another
+ * agent, a 404: the same body would be answered the same again), and a 5xx the handler marks with
+ * `keepFailure()` (a send whose outcome is unknown: a retry with the key must not send again). Any
+ * other 5xx (provider unreachable, internal error) is not stored: the claim is released so the
+ * caller may retry with the same key. Requests refused before the handler (401, 403 of the key's
+ * permissions, 429, a body that breaks the schema, a bad Idempotency-Key) never claim the key.
  */
 export interface IdempotencyHooks {
   readonly preHandler: preHandlerHookHandler;
   readonly onSend: onSendHookHandler;
+  /** Keeps this request's 5xx answer under its key (instead of releasing the key). */
+  keepFailure(request: FastifyRequest): void;
+}
+
+export interface IdempotencyOptions {
+  /**
+   * How long an in-flight claim blocks its key before it counts as abandoned (its process died).
+   * Must exceed the longest a request can take, or a retry could take the key over and send twice.
+   */
+  readonly inFlightExpiryMs?: number;
 }
 
 export const REPLAYED_HEADER = 'idempotent-replayed';
@@ -36,8 +49,14 @@ export const REPLAYED_HEADER = 'idempotent-replayed';
 /** How often a process deletes expired keys (on the next keyed request, so no timer to stop). */
 const PURGE_EVERY_MS = 10 * 60 * 1000;
 
-export function idempotency(ctx: Pick<AppContext, 'db' | 'clock' | 'logger'>, operation: string): IdempotencyHooks {
+export function idempotency(
+  ctx: Pick<AppContext, 'db' | 'clock' | 'logger'>,
+  operation: string,
+  options: IdempotencyOptions = {},
+): IdempotencyHooks {
   const claims = new WeakMap<FastifyRequest, Claim>();
+  const keep = new WeakSet<FastifyRequest>();
+  const inFlightExpiryMs = Math.max(options.inFlightExpiryMs ?? 0, IDEMPOTENCY_STALE_IN_FLIGHT_MS);
   let lastPurge = Number.NEGATIVE_INFINITY;
 
   async function idempotencyPreHandler(request: FastifyRequest, reply: FastifyReply) {
@@ -49,11 +68,16 @@ export function idempotency(ctx: Pick<AppContext, 'db' | 'clock' | 'logger'>, op
       lastPurge = now;
       await purgeExpiredKeys(ctx.db, ctx.clock);
     }
-    const outcome = await claimIdempotencyKey(ctx.db, ctx.clock, {
-      orgId: principal.orgId,
-      key,
-      requestHash: requestHash(operation, request.body, principal.scope === 'agent' ? principal.agentId : null),
-    });
+    const outcome = await claimIdempotencyKey(
+      ctx.db,
+      ctx.clock,
+      {
+        orgId: principal.orgId,
+        key,
+        requestHash: requestHash(operation, request.body, principal.scope === 'agent' ? principal.agentId : null),
+      },
+      inFlightExpiryMs,
+    );
     if (outcome.kind === 'claimed') {
       claims.set(request, outcome.claim);
       return;
@@ -70,7 +94,7 @@ export function idempotency(ctx: Pick<AppContext, 'db' | 'clock' | 'logger'>, op
     if (!claim) return payload;
     claims.delete(request);
     try {
-      if (reply.statusCode < 500 && typeof payload === 'string') {
+      if ((reply.statusCode < 500 || keep.has(request)) && typeof payload === 'string') {
         await completeClaim(ctx.db, claim, { status: reply.statusCode, body: payload });
       } else {
         await releaseClaim(ctx.db, claim);
@@ -82,7 +106,13 @@ export function idempotency(ctx: Pick<AppContext, 'db' | 'clock' | 'logger'>, op
     return payload;
   }
 
-  return { preHandler: idempotencyPreHandler, onSend: idempotencyOnSend };
+  return {
+    preHandler: idempotencyPreHandler,
+    onSend: idempotencyOnSend,
+    keepFailure: (request) => {
+      keep.add(request);
+    },
+  };
 }
 
 /** The request header, for a route's `schema.headers`. */

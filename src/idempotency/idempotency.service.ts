@@ -10,9 +10,10 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /**
  * An in-flight claim older than this belongs to a process that died mid-request (a send gives
- * up on the provider after its timeout, seconds), so it stops blocking the key. If that process
- * had already reached the provider, a retry after this point may send a second time: the price
- * of not locking a key for 24 hours after a crash.
+ * up on the provider after its timeout, seconds), so it stops blocking the key; a route whose
+ * requests can take longer passes a longer expiry (the send: its provider timeout plus a minute).
+ * If that process had already reached the provider, a retry after this point may send a second
+ * time: the price of not locking a key for 24 hours after a crash.
  */
 export const IDEMPOTENCY_STALE_IN_FLIGHT_MS = 5 * 60 * 1000;
 
@@ -80,6 +81,7 @@ export async function claimIdempotencyKey(
   db: Kysely<DB>,
   clock: Clock,
   input: { orgId: string; key: string; requestHash: string },
+  inFlightExpiryMs = IDEMPOTENCY_STALE_IN_FLIGHT_MS,
 ): Promise<ClaimOutcome> {
   // A few rounds cover a row released or taken over between our INSERT and our SELECT.
   for (let round = 0; round < 4; round++) {
@@ -93,7 +95,7 @@ export async function claimIdempotencyKey(
     const row = await findClaim(db, input.orgId, input.key);
     if (!row) continue;
     const expired = row.created_at <= now - IDEMPOTENCY_TTL_MS;
-    const abandoned = row.state === 'in_flight' && row.created_at <= now - IDEMPOTENCY_STALE_IN_FLIGHT_MS;
+    const abandoned = row.state === 'in_flight' && row.created_at <= now - inFlightExpiryMs;
     if (expired || abandoned) {
       if (await takeOverClaim(db, row, { requestHash: input.requestHash, createdAt: now })) {
         return { kind: 'claimed', claim: { orgId: input.orgId, key: input.key, createdAt: now } };

@@ -98,28 +98,93 @@ export async function markSendFailed(
     .execute();
 }
 
-const messageIdByProviderId = precompiled((db) =>
-  db.selectFrom('messages').select('id').where('provider_message_id', '=', slot<string>(0)),
+const messageByProviderId = precompiled((db) =>
+  db.selectFrom('messages').select(['id', 'provider_message_id']).where('provider_message_id', '=', slot<string>(0)),
 );
 
-/** The message a status webhook is about: by provider ID, else by our ID sent as callback data. */
-export async function findMessageIdForStatus(
+/** The same, scoped to the number the webhook names: a status never moves another number's message. */
+const messageByProviderIdOfNumber = precompiled((db) =>
+  db
+    .selectFrom('messages')
+    .innerJoin('messaging_numbers', 'messaging_numbers.id', 'messages.number_id')
+    .select(['messages.id', 'messages.provider_message_id'])
+    .where('messages.provider_message_id', '=', slot<string>(0))
+    .where('messaging_numbers.phone_number_id', '=', slot<string>(1)),
+);
+
+export interface StatusTarget {
+  readonly id: string;
+  /** Null when the send never learnt it (the provider's answer was lost): the status brings it. */
+  readonly providerMessageId: string | null;
+}
+
+/**
+ * The message a status webhook is about: by provider ID, else by our ID sent as callback data;
+ * when the webhook names its number (`metadata.phone_number_id`), only a message of that number.
+ */
+export async function findMessageForStatus(
   db: Kysely<DB>,
   providerMessageId: string,
   callbackData: string | undefined,
-): Promise<string | undefined> {
-  const byProvider = (await messageIdByProviderId(db, [providerMessageId])).rows[0];
-  if (byProvider) return byProvider.id;
+  phoneNumberId: string | undefined,
+): Promise<StatusTarget | undefined> {
+  const byProvider = (
+    phoneNumberId
+      ? await messageByProviderIdOfNumber(db, [providerMessageId, phoneNumberId])
+      : await messageByProviderId(db, [providerMessageId])
+  ).rows[0];
+  if (byProvider) return { id: byProvider.id, providerMessageId: byProvider.provider_message_id };
   if (!callbackData?.startsWith('msg_')) return undefined;
-  const byCallback = await db
+  let query = db
     .selectFrom('messages')
-    .select(['id', 'provider_message_id'])
-    .where('id', '=', callbackData)
-    .executeTakeFirst();
+    .innerJoin('messaging_numbers', 'messaging_numbers.id', 'messages.number_id')
+    .select(['messages.id', 'messages.provider_message_id'])
+    .where('messages.id', '=', callbackData);
+  if (phoneNumberId) query = query.where('messaging_numbers.phone_number_id', '=', phoneNumberId);
+  const byCallback = await query.executeTakeFirst();
   if (!byCallback) return undefined;
   // Callback data of another message of ours must not attach statuses to it.
   if (byCallback.provider_message_id !== null && byCallback.provider_message_id !== providerMessageId) return undefined;
-  return byCallback.id;
+  return { id: byCallback.id, providerMessageId: byCallback.provider_message_id };
+}
+
+/**
+ * A status carrying our callback data proves the provider accepted a message whose send never
+ * learnt its ID (a timeout, a lost answer): records the ID, so GET /api/messages/<wamid> finds it,
+ * and clears the "unconfirmed" error of that send. Returns false when another message already has
+ * that ID (then nothing changes).
+ */
+export async function adoptProviderMessageId(
+  db: Kysely<DB>,
+  messageId: string,
+  providerMessageId: string,
+  at: number,
+): Promise<boolean> {
+  try {
+    await db
+      .updateTable('messages')
+      .set({
+        provider_message_id: providerMessageId,
+        status: sql<string>`case when status = 'unconfirmed' then 'accepted' else status end`,
+        status_rank: sql<number>`case when status = 'unconfirmed' then ${STATUS_RANK.accepted} else status_rank end`,
+        error_code: sql<number | null>`case when status = 'unconfirmed' then null else error_code end`,
+        error_message: sql<string | null>`case when status = 'unconfirmed' then null else error_message end`,
+        updated_at: at,
+      })
+      .where('id', '=', messageId)
+      .where('provider_message_id', 'is', null)
+      .execute();
+    return true;
+  } catch (err) {
+    if (isUniqueViolation(err)) return false;
+    throw err;
+  }
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const code = (err as { code?: unknown }).code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
 }
 
 const insertStatusQuery = precompiled((db) =>
@@ -186,11 +251,17 @@ export async function applyStatus(db: Kysely<DB>, messageId: string, event: Stat
   }
 }
 
-export async function storePendingStatus(db: Kysely<DB>, providerMessageId: string, event: StatusEvent): Promise<void> {
+export async function storePendingStatus(
+  db: Kysely<DB>,
+  providerMessageId: string,
+  event: StatusEvent,
+  phoneNumberId: string | undefined,
+): Promise<void> {
   await db
     .insertInto('pending_statuses')
     .values({
       provider_message_id: providerMessageId,
+      phone_number_id: phoneNumberId ?? null,
       status: event.status,
       occurred_at: event.occurredAt,
       received_at: event.receivedAt,
@@ -201,31 +272,54 @@ export async function storePendingStatus(db: Kysely<DB>, providerMessageId: stri
     .execute();
 }
 
-/** Applies statuses that arrived before the message was stored; returns how many. */
 const pendingQuery = precompiled((db) =>
   db.selectFrom('pending_statuses').selectAll().where('provider_message_id', '=', slot<string>(0)),
 );
 
+/**
+ * Applies statuses that arrived before the message was stored (those reported for the message's
+ * own number, or for no number in particular); returns how many.
+ */
 export async function applyPendingStatuses(
   db: Kysely<DB>,
   messageId: string,
   providerMessageId: string,
+  phoneNumberId: string | undefined,
 ): Promise<number> {
-  const pending = (await pendingQuery(db, [providerMessageId])).rows;
+  const pending = (await pendingQuery(db, [providerMessageId])).rows.filter(
+    (p) => p.phone_number_id === null || phoneNumberId === undefined || p.phone_number_id === phoneNumberId,
+  );
   if (pending.length === 0) return 0;
   for (const p of pending.sort(
     (a, b) => STATUS_RANK[a.status as ProviderStatus] - STATUS_RANK[b.status as ProviderStatus],
   )) {
     await applyStatus(db, messageId, {
       status: p.status as ProviderStatus,
-      occurredAt: p.occurred_at,
-      receivedAt: p.received_at,
+      occurredAt: Number(p.occurred_at),
+      receivedAt: Number(p.received_at),
       errorCode: p.error_code,
       errorMessage: p.error_message,
     });
   }
-  await db.deleteFrom('pending_statuses').where('provider_message_id', '=', providerMessageId).execute();
+  await db
+    .deleteFrom('pending_statuses')
+    .where('provider_message_id', '=', providerMessageId)
+    .where(
+      'status',
+      'in',
+      pending.map((p) => p.status),
+    )
+    .execute();
   return pending.length;
+}
+
+/** How long a status for a message Parley does not know is kept: the provider's retry horizon. */
+export const PENDING_STATUS_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Deletes pending statuses received before `cutoff`; returns how many. */
+export async function purgePendingStatuses(db: Kysely<DB>, cutoff: number): Promise<number> {
+  const result = await db.deleteFrom('pending_statuses').where('received_at', '<', cutoff).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }
 
 const windowQuery = precompiled((db) =>
@@ -236,16 +330,17 @@ const windowQuery = precompiled((db) =>
     .where('user_phone', '=', slot<string>(1)),
 );
 
-export async function isWindowOpen(db: Kysely<DB>, numberId: string, userPhone: string, now: number): Promise<boolean> {
-  const row = (await windowQuery(db, [numberId, userPhone])).rows[0];
+/** `userKey` is `windowKey()` of the user's phone. */
+export async function isWindowOpen(db: Kysely<DB>, numberId: string, userKey: string, now: number): Promise<boolean> {
+  const row = (await windowQuery(db, [numberId, userKey])).rows[0];
   return row !== undefined && now - Number(row.last_inbound_at) <= WINDOW_MS;
 }
 
-/** Opens or renews the window; an older message delivered late does not shorten it. */
-export async function openWindow(db: Kysely<DB>, numberId: string, userPhone: string, at: number): Promise<void> {
+/** Opens or renews the window (`userKey`: `windowKey()` of the phone); a message delivered late does not shorten it. */
+export async function openWindow(db: Kysely<DB>, numberId: string, userKey: string, at: number): Promise<void> {
   await db
     .insertInto('messaging_windows')
-    .values({ number_id: numberId, user_phone: userPhone, last_inbound_at: at })
+    .values({ number_id: numberId, user_phone: userKey, last_inbound_at: at })
     .onConflict((oc) =>
       oc.columns(['number_id', 'user_phone']).doUpdateSet({
         last_inbound_at: sql<number>`case when excluded.last_inbound_at > messaging_windows.last_inbound_at then excluded.last_inbound_at else messaging_windows.last_inbound_at end`,

@@ -1,4 +1,6 @@
-/** Tables of the messaging feature (migration 0003-messaging). */
+import type { Generated } from 'kysely';
+
+/** Tables of the messaging feature (migrations 0003-messaging, 0005-webhook-inbox, 0006-webhook-dead-letters). */
 export interface MessagingNumberTable {
   id: string;
   org_id: string;
@@ -45,6 +47,8 @@ export interface MessageStatusTable {
 /** Statuses that arrived before their message was stored, applied when it is. */
 export interface PendingStatusTable {
   provider_message_id: string;
+  /** The number the status was reported for (`metadata.phone_number_id`), when the webhook said. */
+  phone_number_id: string | null;
   status: string;
   occurred_at: number;
   received_at: number;
@@ -65,14 +69,28 @@ export interface InboundMessageTable {
 /** The 24-hour window: last time a user wrote to a number. */
 export interface MessagingWindowTable {
   number_id: string;
+  /** `windowKey()` of the user's phone (E.164, Brazil's and Mexico's two spellings folded into one). */
   user_phone: string;
   last_inbound_at: number;
 }
 
-/** A provider webhook body acknowledged but not yet fully applied. */
+export type WebhookInboxState = 'live' | 'failed' | 'unrouted';
+
+/**
+ * A provider webhook body acknowledged but not applied: `live` while it is queued (or until the
+ * next start, after a crash); `failed` or `unrouted` once it is out of the queue, kept for an
+ * operator to replay.
+ */
 export interface WebhookInboxTable {
   id: string;
   /** The raw body, as signed. */
   body: string;
   received_at: number;
+  state: Generated<WebhookInboxState>;
+  /** Attempts made so far (0 while live and never failed). */
+  attempts: Generated<number>;
+  last_error: string | null;
+  failed_at: number | null;
+  /** `,id1,id2,`: the unknown phone number IDs of an unrouted body. */
+  phone_number_ids: string | null;
 }

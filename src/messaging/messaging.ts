@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config, Region } from '../config.js';
 import type { Database } from '../db/database.js';
@@ -21,6 +22,9 @@ export interface Messaging {
   close(): Promise<void>;
 }
 
+/** The sandbox's own state (its windows) in the data folder. */
+export const SANDBOX_STATE_FILE = 'sandbox-state.db';
+
 export async function createMessaging(
   config: Config,
   region: Region,
@@ -38,6 +42,8 @@ export async function createMessaging(
         appSecret,
         templates: m.sandboxTemplates,
         statusDelayMs: m.sandboxStatusDelayMs,
+        // Shared by every sandbox of this data folder (regions, processes, restarts), as a provider's memory is.
+        stateFile: join(config.dataDir, SANDBOX_STATE_FILE),
         onError: (err, what) => logger.warn({ err, what }, 'sandbox could not deliver a webhook'),
       });
   const provider = createCloudProvider({
@@ -63,7 +69,7 @@ export async function createMessaging(
     async close() {
       if (sandbox && attached) clearSandboxAddress(config.dataDir, region, sandbox.url);
       await sandbox?.close();
-      await webhooks.idle();
+      await webhooks.close();
       await provider.close();
     },
   };

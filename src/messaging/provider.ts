@@ -21,16 +21,37 @@ export interface ProviderSend {
 
 /**
  * How the provider answered. `rejected` and `throttled` are the caller's business (400);
- * `config` (bad token) and `unavailable` (unreachable, timeout, 5xx) are ours (502).
+ * `config` (bad token) and `unavailable` (unreachable, 5xx: not sent) are ours (502); `unknown`
+ * (no answer in time, the connection lost after the request went out, a 2xx without a message ID)
+ * is a 502 too, but the provider may have accepted the message.
  */
 export type ProviderResult =
   | { readonly ok: true; readonly messageId: string }
   | {
       readonly ok: false;
-      readonly kind: 'rejected' | 'throttled' | 'config' | 'unavailable';
+      readonly kind: 'rejected' | 'throttled' | 'config' | 'unavailable' | 'unknown';
       readonly code: number | null;
       readonly message: string;
     };
+
+/** Connection failures that happen before any byte of the request is sent: the message did not go out. */
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+function errorCodeOf(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
 
 export interface MessagingProvider {
   send(input: ProviderSend): Promise<ProviderResult>;
@@ -120,17 +141,18 @@ export function createCloudProvider(options: CloudProviderOptions): MessagingPro
         }
       } catch (err) {
         const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
-        return {
-          ok: false,
-          kind: 'unavailable',
-          code: null,
-          message: timedOut ? `no answer within ${options.timeoutMs} ms` : 'could not be reached',
-        };
+        if (timedOut)
+          return { ok: false, kind: 'unknown', code: null, message: `no answer within ${options.timeoutMs} ms` };
+        const code = errorCodeOf(err);
+        if (code !== undefined && NOT_SENT_CODES.has(code)) {
+          return { ok: false, kind: 'unavailable', code: null, message: 'could not be reached' };
+        }
+        return { ok: false, kind: 'unknown', code: null, message: 'the connection failed after the request was sent' };
       }
       const id = parsed?.messages?.[0]?.id;
       if (status >= 200 && status < 300 && typeof id === 'string') return { ok: true, messageId: id };
       if (status >= 200 && status < 300) {
-        return { ok: false, kind: 'unavailable', code: null, message: 'answered without a message ID' };
+        return { ok: false, kind: 'unknown', code: null, message: 'answered without a message ID' };
       }
       return classifyProviderError(status, parsed);
     },

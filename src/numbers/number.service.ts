@@ -1,13 +1,16 @@
 import { randomInt } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import { type Agent, createAgent } from '../agents/agent.service.js';
 import type { DB } from '../db/schema.js';
 import type { MessagingNumberTable } from '../messaging/messaging.tables.js';
 import { getOrganization } from '../orgs/org.service.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import { toE164 } from './phone.js';
 import type { SecretBox } from './secret-box.js';
+
+export { toE164 };
 
 export type NumberProvider = MessagingNumberTable['provider'];
 
@@ -30,31 +33,41 @@ export const toMessagingNumber = (row: MessagingNumberTable): MessagingNumber =>
   createdAt: row.created_at,
 });
 
-/** A phone number in international format, normalized to E.164; undefined when it is not one. */
-export function toE164(value: string): string | undefined {
-  const trimmed = value.trim();
-  if (!trimmed.startsWith('+')) return undefined;
-  const parsed = parsePhoneNumberFromString(trimmed);
-  return parsed?.isValid() ? parsed.number : undefined;
-}
-
 /** Sandbox numbers get a made-up numeric provider ID, as real ones are numeric too. */
 const sandboxPhoneNumberId = () =>
   `1${String(randomInt(0, 1e9)).padStart(9, '0')}${String(randomInt(0, 1e5)).padStart(5, '0')}`;
 
-export async function addNumber(
-  db: Kysely<DB>,
-  clock: Clock,
-  box: SecretBox,
-  input: { orgId: string; phone: string; provider?: string; phoneNumberId?: string; accessToken?: string },
-): Promise<MessagingNumber> {
-  await getOrganization(db, input.orgId);
+/** True when an INSERT hit a unique constraint (SQLite or PostgreSQL). */
+function isUniqueViolation(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const code = (err as { code?: unknown }).code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
+}
+
+export interface AddNumberInput {
+  orgId: string;
+  phone: string;
+  provider?: string;
+  phoneNumberId?: string;
+  accessToken?: string;
+}
+
+/**
+ * Checks everything about a new number that does not need the database, and returns its row
+ * values: the E.164 phone and the provider. A phone number ID or an access token belongs to a
+ * cloud number only; given without `provider: cloud` they are refused, not silently dropped.
+ */
+function checkNewNumber(input: AddNumberInput): { phone: string; provider: NumberProvider } {
   const phone = toE164(input.phone);
-  if (!phone)
-    throw new AppError('INVALID_BODY', `"${input.phone}" is not a phone number in international format (+E.164)`);
+  if (!phone) {
+    throw new AppError(
+      'INVALID_BODY',
+      `"${clipText(input.phone)}" is not a phone number in international format (+E.164)`,
+    );
+  }
   const provider = input.provider ?? 'sandbox';
   if (provider !== 'sandbox' && provider !== 'cloud') {
-    throw new AppError('INVALID_BODY', `provider must be sandbox or cloud, got "${provider}"`);
+    throw new AppError('INVALID_BODY', `provider must be sandbox or cloud, got "${clipText(provider)}"`);
   }
   if (provider === 'cloud') {
     if (!input.phoneNumberId || !/^\d{1,32}$/.test(input.phoneNumberId)) {
@@ -62,20 +75,99 @@ export async function addNumber(
     }
     if (!input.accessToken)
       throw new AppError('INVALID_BODY', 'a cloud number needs an access token (--access-token-env)');
+  } else if (input.phoneNumberId !== undefined || input.accessToken !== undefined) {
+    throw new AppError(
+      'INVALID_BODY',
+      'a phone number ID and an access token (--phone-number-id, --access-token-env) are only for a cloud number: add --provider cloud',
+    );
   }
-  const existing = await db.selectFrom('messaging_numbers').select('id').where('phone', '=', phone).executeTakeFirst();
-  if (existing) throw new AppError('INVALID_BODY', `the number ${phone} is already registered`);
+  return { phone, provider };
+}
+
+const clipText = (text: string, max = 64) => (text.length <= max ? text : `${text.slice(0, max)}...`);
+
+export async function addNumber(
+  db: Kysely<DB>,
+  clock: Clock,
+  box: SecretBox,
+  input: AddNumberInput,
+): Promise<MessagingNumber> {
+  const { phone, provider } = checkNewNumber(input);
+  await getOrganization(db, input.orgId);
+  const existing = await db
+    .selectFrom('messaging_numbers')
+    .select(['id', 'org_id'])
+    .where('phone', '=', phone)
+    .executeTakeFirst();
+  if (existing) {
+    throw new AppError(
+      'INVALID_BODY',
+      existing.org_id === input.orgId
+        ? `the number ${phone} is already registered in this organization`
+        : `the number ${phone} is registered to another organization`,
+    );
+  }
+  const phoneNumberId = provider === 'cloud' && input.phoneNumberId ? input.phoneNumberId : sandboxPhoneNumberId();
+  const taken = await db
+    .selectFrom('messaging_numbers')
+    .select('phone')
+    .where('phone_number_id', '=', phoneNumberId)
+    .executeTakeFirst();
+  if (taken) {
+    throw new AppError(
+      'INVALID_BODY',
+      `the phone number ID ${phoneNumberId} is already registered (number ${taken.phone})`,
+    );
+  }
   const row: MessagingNumberTable = {
     id: newId('num'),
     org_id: input.orgId,
     phone,
     provider,
-    phone_number_id: provider === 'cloud' && input.phoneNumberId ? input.phoneNumberId : sandboxPhoneNumberId(),
+    phone_number_id: phoneNumberId,
     access_token_enc: input.accessToken ? box.seal(input.accessToken) : null,
     created_at: clock.now(),
   };
-  await db.insertInto('messaging_numbers').values(row).execute();
+  try {
+    await db.insertInto('messaging_numbers').values(row).execute();
+  } catch (err) {
+    // Another writer registered the same phone or phone number ID between the checks and the insert.
+    if (isUniqueViolation(err)) {
+      throw new AppError(
+        'INVALID_BODY',
+        `the number ${phone} or its phone number ID ${phoneNumberId} is already registered`,
+      );
+    }
+    throw err;
+  }
   return toMessagingNumber(row);
+}
+
+/**
+ * `agent create --number`: an agent and its number in one transaction, so that a refusal (a phone
+ * that is not valid, or one registered to another organization) leaves nothing behind. The
+ * organization's number with that phone is used, or a new sandbox number is added.
+ */
+export async function createAgentWithNumber(
+  db: Kysely<DB>,
+  clock: Clock,
+  box: SecretBox,
+  input: { orgId: string; name: string; phone: string },
+): Promise<{ agent: Agent; number: MessagingNumber }> {
+  const phone = toE164(input.phone);
+  if (!phone) {
+    throw new AppError(
+      'INVALID_BODY',
+      `"${clipText(input.phone)}" is not a phone number in international format (+E.164)`,
+    );
+  }
+  return db.transaction().execute(async (trx) => {
+    const number =
+      (await findNumberByPhone(trx, input.orgId, phone)) ??
+      (await addNumber(trx, clock, box, { orgId: input.orgId, phone }));
+    const agent = await createAgent(trx, clock, { orgId: input.orgId, name: input.name, numberId: number.id });
+    return { agent, number };
+  });
 }
 
 export async function findNumberByPhone(
@@ -93,7 +185,9 @@ export async function findNumberByPhone(
   return row ? toMessagingNumber(row) : undefined;
 }
 
+/** The numbers of an organization, oldest first; an unknown organization is an error, not an empty list. */
 export async function listNumbers(db: Kysely<DB>, orgId: string): Promise<MessagingNumber[]> {
+  await getOrganization(db, orgId);
   const rows = await db
     .selectFrom('messaging_numbers')
     .selectAll()

@@ -1,21 +1,30 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { dirname } from 'node:path';
+import SQLite from 'better-sqlite3';
 import { Agent, request } from 'undici';
 import type { SandboxTemplate } from '../config.js';
+import { fromProviderDigits, windowKey } from '../numbers/phone.js';
 import type { Clock } from '../shared/clock.js';
 
 /**
  * A stand-in for the messaging provider: a real HTTP server speaking the Cloud API wire format,
  * so the adapter talks to it exactly as to the provider. It keeps its own 24-hour windows (from the
- * inbound messages it delivered), answers magic recipients with the provider's errors, and sends
- * signed status webhooks (sent, delivered, read) after every accepted send.
+ * inbound messages it delivered; in a state file when given one, so that they survive a restart
+ * and are shared by every sandbox using that file, as a real provider remembers), answers magic
+ * recipients with the provider's errors, and sends signed status webhooks (sent, delivered, read)
+ * after every accepted send.
  */
 export interface Sandbox {
   readonly url: string;
   /** Where webhooks go, e.g. http://127.0.0.1:3000/webhooks/msgapp. */
   setWebhookUrl(url: string): void;
-  /** Delivers a signed inbound text message webhook and opens the sandbox's own window. */
+  /**
+   * Delivers a signed inbound text message webhook; once Parley acknowledged it (200), opens the
+   * sandbox's own window. Throws when the webhook is refused or cannot be delivered.
+   */
   deliverInbound(input: SandboxInbound): Promise<{ messageId: string }>;
   /** Resolves once every scheduled webhook has been delivered (or given up). */
   idle(): Promise<void>;
@@ -32,6 +41,8 @@ export interface SandboxInbound {
   readonly from: string;
   readonly text: string;
   readonly name?: string;
+  /** The inbound message's ID (`wamid.`...); generated when absent. */
+  readonly messageId?: string;
 }
 
 export interface SandboxRequest {
@@ -50,6 +61,64 @@ export interface SandboxOptions {
   readonly port?: number;
   readonly host?: string;
   readonly onError?: (err: unknown, what: string) => void;
+  /**
+   * SQLite file of the sandbox's own state (its 24-hour windows, the display numbers it saw), e.g.
+   * `<data>/sandbox-state.db`; without one the state lives in memory and ends with the process.
+   */
+  readonly stateFile?: string;
+}
+
+/** The sandbox's memory: what a real provider keeps on its side. */
+interface SandboxState {
+  openWindow(phoneNumberId: string, userKey: string, at: number): void;
+  lastInbound(phoneNumberId: string, userKey: string): number | undefined;
+  setDisplayNumber(phoneNumberId: string, display: string): void;
+  displayNumber(phoneNumberId: string): string | undefined;
+  close(): void;
+}
+
+function memoryState(): SandboxState {
+  const windows = new Map<string, number>();
+  const displays = new Map<string, string>();
+  return {
+    openWindow: (id, key, at) => windows.set(`${id}:${key}`, Math.max(at, windows.get(`${id}:${key}`) ?? at)),
+    lastInbound: (id, key) => windows.get(`${id}:${key}`),
+    setDisplayNumber: (id, display) => displays.set(id, display),
+    displayNumber: (id) => displays.get(id),
+    close: () => {},
+  };
+}
+
+/** State in a SQLite file: survives restarts, and several processes (WAL) share it. */
+function fileState(file: string): SandboxState {
+  mkdirSync(dirname(file), { recursive: true });
+  const db = new SQLite(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('busy_timeout = 5000');
+  db.exec(`
+    create table if not exists sandbox_windows (
+      phone_number_id text not null, user_key text not null, last_inbound_at integer not null,
+      primary key (phone_number_id, user_key));
+    create table if not exists sandbox_numbers (phone_number_id text primary key, display text not null);`);
+  const upsertWindow = db.prepare(
+    `insert into sandbox_windows (phone_number_id, user_key, last_inbound_at) values (?, ?, ?)
+     on conflict (phone_number_id, user_key) do update
+     set last_inbound_at = max(last_inbound_at, excluded.last_inbound_at)`,
+  );
+  const selectWindow = db.prepare(
+    'select last_inbound_at as at from sandbox_windows where phone_number_id = ? and user_key = ?',
+  );
+  const upsertNumber = db.prepare(
+    'insert into sandbox_numbers (phone_number_id, display) values (?, ?) on conflict (phone_number_id) do update set display = excluded.display',
+  );
+  const selectNumber = db.prepare('select display from sandbox_numbers where phone_number_id = ?');
+  return {
+    openWindow: (id, key, at) => void upsertWindow.run(id, key, at),
+    lastInbound: (id, key) => (selectWindow.get(id, key) as { at: number } | undefined)?.at,
+    setDisplayNumber: (id, display) => void upsertNumber.run(id, display),
+    displayNumber: (id) => (selectNumber.get(id) as { display: string } | undefined)?.display,
+    close: () => db.close(),
+  };
 }
 
 export const BUILT_IN_TEMPLATES: readonly SandboxTemplate[] = [
@@ -108,9 +177,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   let webhookUrl = options.webhookUrl;
   /** Set on close: scheduled webhooks are dropped instead of retried against a server going away. */
   let closing = false;
-  /** (phone_number_id, user digits) → last inbound time. */
-  const windows = new Map<string, number>();
-  const displayNumbers = new Map<string, string>();
+  const state = options.stateFile ? fileState(options.stateFile) : memoryState();
   const inFlight = new Set<Promise<void>>();
   const received: SandboxRequest[] = [];
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
@@ -142,7 +209,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
               value: {
                 messaging_product: 'whatsapp',
                 metadata: {
-                  display_phone_number: digits(displayNumbers.get(phoneNumberId) ?? ''),
+                  display_phone_number: digits(state.displayNumber(phoneNumberId) ?? ''),
                   phone_number_id: phoneNumberId,
                 },
                 ...value,
@@ -226,7 +293,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     if (to === MAGIC_NUMBERS.serverError) return { status: 500, code: 1, message: 'An unknown error occurred' };
     if (body.type === 'text') {
       const text = isObject(body.text) ? body.text.body : undefined;
-      if (typeof text !== 'string' || text.length === 0 || text.length > 4096) {
+      // The provider counts characters (code points), and refuses a body of blanks.
+      if (typeof text !== 'string' || !text.trim() || [...text].length > 4096) {
         return {
           status: 400,
           code: 131009,
@@ -234,7 +302,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
           details: 'text.body: 1 to 4096 characters',
         };
       }
-      const last = windows.get(`${phoneNumberId}:${digits(to)}`);
+      const last = state.lastInbound(phoneNumberId, windowKey(to));
       if (last === undefined || clock.now() - last > WINDOW_MS) {
         return {
           status: 400,
@@ -259,6 +327,15 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         };
       }
       const components = Array.isArray(t.components) ? t.components.filter(isObject) : [];
+      const texts = components.flatMap((c) => (Array.isArray(c.parameters) ? c.parameters.filter(isObject) : []));
+      if (texts.some((p) => typeof p.text !== 'string' || !p.text.trim())) {
+        return {
+          status: 400,
+          code: 131008,
+          message: 'Required parameter is missing',
+          details: 'a text parameter must not be empty',
+        };
+      }
       const count = (type: string) => {
         const c = components.find((x) => x.type === type);
         return Array.isArray(c?.parameters) ? c.parameters.length : 0;
@@ -320,6 +397,12 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       if (typeof phone_number_id !== 'string' || typeof from !== 'string' || typeof text !== 'string') {
         return send(res, 400, { error: 'phone_number_id, from and text are required strings' });
       }
+      if (!fromProviderDigits(digits(from)) || !/^\+?[\d\s().-]+$/.test(from.trim())) {
+        return send(res, 400, {
+          error: `from must be a phone number in international format, got "${from.slice(0, 40)}"`,
+        });
+      }
+      if (!text.trim()) return send(res, 400, { error: 'text must not be empty' });
       try {
         const out = await deliverInbound({
           phoneNumberId: phone_number_id,
@@ -354,9 +437,9 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   }
 
   async function deliverInbound(input: SandboxInbound): Promise<{ messageId: string }> {
-    const messageId = `wamid.${randomBytes(24).toString('base64url')}`;
-    if (input.displayPhoneNumber) displayNumbers.set(input.phoneNumberId, input.displayPhoneNumber);
-    windows.set(`${input.phoneNumberId}:${digits(input.from)}`, clock.now());
+    const messageId = input.messageId ?? `wamid.${randomBytes(24).toString('base64url')}`;
+    if (input.displayPhoneNumber) state.setDisplayNumber(input.phoneNumberId, input.displayPhoneNumber);
+    const at = clock.now();
     const payload = envelope(input.phoneNumberId, {
       contacts: [{ profile: { name: input.name ?? '' }, wa_id: digits(input.from) }],
       messages: [
@@ -365,6 +448,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     });
     const status = await postWebhook(payload);
     if (status !== 200) throw new Error(`Parley's webhook answered ${status}`);
+    // As the provider: the user wrote in, so the window is open, whatever Parley does with it.
+    state.openWindow(input.phoneNumberId, windowKey(`+${digits(input.from)}`), at);
     return { messageId };
   }
 
@@ -400,6 +485,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         server.closeAllConnections();
       });
       await dispatcher.close();
+      state.close();
     },
   };
 }

@@ -1,11 +1,14 @@
 import { randomInt } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
 import type { AppContext } from '../../src/context.js';
+import { dropPostgresSchema } from '../../src/db/database.js';
 import { addNumber, assignNumber } from '../../src/numbers/number.service.js';
 import type { Sandbox } from '../../src/sandbox/sandbox.js';
 import { providerJson, signBody } from '../../src/sandbox/sandbox.js';
-import { createTestApp, type TestApp, type TestAppOptions, type TestDialect } from './app.js';
+import { createTestApp, PG_URL, type TestApp, type TestAppOptions, type TestDialect } from './app.js';
 import { makeAgent, makeKey, makeTenant } from './factories.js';
 
 export interface MessagingTestApp extends TestApp {
@@ -26,7 +29,7 @@ export async function createMessagingApp(
   dialect: TestDialect,
   options: MessagingAppOptions = {},
 ): Promise<MessagingTestApp> {
-  const t = await createTestApp(dialect, options);
+  const t = quiet(await createTestApp(dialect, options));
   const sandbox = t.ctx.messaging.sandbox;
   if (!sandbox) throw new Error('the messaging tests expect the built-in sandbox');
   const url = await t.app.listen({ port: 0, host: '127.0.0.1' });
@@ -40,6 +43,20 @@ export async function createMessagingApp(
       await t.ctx.messaging.webhooks.idle();
     },
   };
+}
+
+/**
+ * Request logs at the test log level (TEST_LOG_LEVEL, default silent): the app raises its request
+ * logger to `warn` when request logging is off, so the 502 tests would print "upstream failure".
+ */
+export function quiet<T extends TestApp>(t: T): T {
+  t.app.log.level = t.ctx.logger.level;
+  return t;
+}
+
+/** A test app (no sandbox needed) with quiet request logs. */
+export async function createQuietTestApp(dialect: TestDialect, options: TestAppOptions = {}): Promise<TestApp> {
+  return quiet(await createTestApp(dialect, options));
 }
 
 /** A random, valid US number (650 area code, exchange 2xx-9xx). */
@@ -198,4 +215,67 @@ export function inboundPayload(
       },
     ],
   };
+}
+
+/**
+ * Makes the database refuse writes to `table` (optionally only rows whose `column` is `value`),
+ * with a trigger, on either database: how the tests make a step fail for an unexpected reason.
+ * Returns the function that removes the trigger.
+ */
+export async function failWrites(
+  t: TestApp,
+  table: string,
+  event: 'INSERT' | 'UPDATE',
+  only?: { column: string; value: string },
+): Promise<() => Promise<void>> {
+  const name = `fail_${table}_${event.toLowerCase()}_${randomInt(1e9)}`;
+  const when = only ? `WHEN (NEW.${only.column} = '${only.value.replaceAll("'", "''")}')` : '';
+  if (t.dialect === 'sqlite') {
+    await sql
+      .raw(
+        `CREATE TRIGGER ${name} BEFORE ${event} ON ${table} ${when} BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+      )
+      .execute(t.ctx.db);
+    return async () => {
+      await sql.raw(`DROP TRIGGER ${name}`).execute(t.ctx.db);
+    };
+  }
+  await sql
+    .raw(
+      `CREATE FUNCTION ${name}() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$ LANGUAGE plpgsql`,
+    )
+    .execute(t.ctx.db);
+  await sql
+    .raw(`CREATE TRIGGER ${name} BEFORE ${event} ON ${table} FOR EACH ROW ${when} EXECUTE FUNCTION ${name}()`)
+    .execute(t.ctx.db);
+  return async () => {
+    await sql.raw(`DROP TRIGGER ${name} ON ${table}`).execute(t.ctx.db);
+    await sql.raw(`DROP FUNCTION ${name}()`).execute(t.ctx.db);
+  };
+}
+
+/** Posts a webhook signed as the provider would, and waits until its work is done. */
+export async function postWebhook(t: TestApp, payload: unknown) {
+  const { body, headers } = signedWebhook(t.ctx.messaging.appSecret, payload);
+  const res = await t.app.inject({ method: 'POST', url: '/webhooks/msgapp', headers, payload: body });
+  await t.ctx.messaging.webhooks.idle();
+  return res;
+}
+
+/** The inbox rows kept out of the live queue. */
+export function storedWebhooks(t: TestApp) {
+  return t.ctx.db
+    .selectFrom('webhook_inbox')
+    .select(['id', 'state', 'attempts', 'last_error', 'phone_number_ids', 'body'])
+    .where('state', '!=', 'live')
+    .orderBy('received_at')
+    .execute();
+}
+
+/** Deletes the data of a test app whose app and context were closed by hand (a "restart"). */
+export async function dropTestData(t: TestApp): Promise<void> {
+  const schema = t.env.PARLEY_PG_SCHEMA;
+  if (t.dialect === 'postgres' && PG_URL && schema) await dropPostgresSchema(PG_URL, schema);
+  const dir = t.env.PARLEY_DATA_DIR;
+  if (dir) rmSync(dir, { recursive: true, force: true });
 }

@@ -1,7 +1,11 @@
 import type { Command } from 'commander';
+import type { Agent } from '../../agents/agent.service.js';
+import { createLogger } from '../../context.js';
+import { WebhookProcessor } from '../../messaging/webhook.service.js';
 import {
   addNumber,
   assignNumber,
+  createAgentWithNumber as createAgentWithNumberIn,
   findNumberByPhone,
   listNumbers,
   type MessagingNumber,
@@ -41,6 +45,30 @@ export async function assignAgentNumber(
   }
   return assignNumber(db, orgId, agentId, phone);
 }
+
+/** `agent create --number`: the agent and its number (existing or a new sandbox one) in one transaction. */
+export async function createAgentWithNumber(
+  admin: AdminContext,
+  input: { orgId: string; name: string; phone: string },
+): Promise<{ agent: Agent; number: MessagingNumber }> {
+  return createAgentWithNumberIn(admin.database.db, admin.clock, boxOf(admin), input);
+}
+
+/**
+ * Applies the webhooks kept as unrouted for a phone number ID that now has a number (inbound
+ * messages that arrived before the number was added); returns how many were applied.
+ */
+export async function replayUnroutedFor(admin: AdminContext, phoneNumberId: string): Promise<number> {
+  const processor = new WebhookProcessor(admin.database.db, admin.clock, createLogger(admin.config), {
+    retryDelaysMs: CLI_RETRY_DELAYS_MS,
+  });
+  const results = await processor.replayStored({ phoneNumberId });
+  await processor.close();
+  return results.filter((r) => r.outcome === 'applied').length;
+}
+
+/** A command replaying webhooks waits for its retries: short ones. */
+export const CLI_RETRY_DELAYS_MS = [200, 1000];
 
 /** The demo's agents get sandbox numbers, so its printed send works at once. */
 const demoNumbers: DemoStep = async (admin, demo) => {
@@ -89,6 +117,10 @@ export function registerNumberCommands(program: Command): void {
             accessTokenEnv?: string;
           },
         ) => {
+          const provider = flags.provider.toLowerCase();
+          if (provider !== 'cloud' && (flags.phoneNumberId !== undefined || flags.accessTokenEnv !== undefined)) {
+            fail('--phone-number-id and --access-token-env are only for a cloud number: add --provider cloud');
+          }
           // The token comes from the environment, never from argv (which other users can read).
           let accessToken: string | undefined;
           if (flags.accessTokenEnv) {
@@ -99,15 +131,19 @@ export function registerNumberCommands(program: Command): void {
             const created = await addNumber(admin.database.db, admin.clock, boxOf(admin), {
               orgId: flags.org,
               phone: flags.phone,
-              provider: flags.provider.toLowerCase(),
-              ...(flags.phoneNumberId ? { phoneNumberId: flags.phoneNumberId } : {}),
+              provider,
+              ...(flags.phoneNumberId !== undefined ? { phoneNumberId: flags.phoneNumberId } : {}),
               ...(accessToken ? { accessToken } : {}),
             });
-            if (flags.json) printJson(numberJson(created));
-            else
+            // Inbound messages that came for this phone number ID before it had a number.
+            const replayed = await replayUnroutedFor(admin, created.phoneNumberId);
+            if (flags.json) printJson({ ...numberJson(created), replayedWebhooks: replayed });
+            else {
               print(
                 `added ${created.provider} number ${created.phone} (${created.id}, phone number ID ${created.phoneNumberId})`,
               );
+              if (replayed > 0) print(`applied ${replayed} stored webhooks that were waiting for this number`);
+            }
           });
         },
       ),

@@ -8,7 +8,7 @@ import { createOrganization, setOrganizationCountry, setOrganizationPlan } from 
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, parseList } from '../run.js';
-import { assignAgentNumber } from './numbers.js';
+import { createAgentWithNumber } from './numbers.js';
 
 export function registerPlatformCommands(program: Command): void {
   dbOptions(program.command('migrate').description('bring the region database up to date')).action(
@@ -78,8 +78,13 @@ export function registerPlatformCommands(program: Command): void {
       action(async (flags: DbFlags & { org: string; name: string; number?: string }) => {
         await withAdmin(flags, async (admin) => {
           const { database, clock } = admin;
-          const created = await createAgent(database.db, clock, { orgId: flags.org, name: flags.name });
-          const number = flags.number ? await assignAgentNumber(admin, flags.org, created.id, flags.number) : undefined;
+          // With --number: the agent and its number in one transaction (nothing stored on refusal).
+          const { agent: created, number } = flags.number
+            ? await createAgentWithNumber(admin, { orgId: flags.org, name: flags.name, phone: flags.number })
+            : {
+                agent: await createAgent(database.db, clock, { orgId: flags.org, name: flags.name }),
+                number: undefined,
+              };
           if (flags.json)
             printJson({ id: created.id, name: created.name, ...(number ? { number: number.phone } : {}) });
           else print(`created agent ${created.id} (${created.name})${number ? ` sending from ${number.phone}` : ''}`);

@@ -1,8 +1,13 @@
+import { join } from 'node:path';
 import closeWithGrace from 'close-with-grace';
 import type { Command } from 'commander';
+import type { Kysely } from 'kysely';
 import { request } from 'undici';
 import { loadConfig } from '../../config.js';
 import { createLogger } from '../../context.js';
+import type { DB } from '../../db/schema.js';
+import { SANDBOX_STATE_FILE } from '../../messaging/messaging.js';
+import { parseInternationalPhone } from '../../numbers/phone.js';
 import { webhookAppSecretOf } from '../../numbers/secret-box.js';
 import { startSandbox } from '../../sandbox/sandbox.js';
 import { readSandboxAddress } from '../../sandbox/sandbox-address.js';
@@ -31,6 +36,7 @@ export function registerSandboxCommands(program: Command): void {
           appSecret: webhookAppSecretOf(config.messaging.webhookAppSecret, config.dataDir),
           templates: config.messaging.sandboxTemplates,
           statusDelayMs: config.messaging.sandboxStatusDelayMs,
+          stateFile: join(config.dataDir, SANDBOX_STATE_FILE),
           webhookUrl: flags.webhookUrl,
           port,
           host: flags.host,
@@ -55,16 +61,44 @@ export function registerSandboxCommands(program: Command): void {
     .requiredOption('--text <text>', 'the message text')
     .option('--name <name>', "the user's profile name")
     .option('--sandbox-url <url>', 'sandbox address (default: the one `parley serve` started for this region)')
+    .option('--wait <seconds>', 'how long to wait for Parley to apply the webhook', '10')
     .action(
       action(
-        async (flags: DbFlags & { agent: string; from: string; text: string; name?: string; sandboxUrl?: string }) => {
+        async (
+          flags: DbFlags & {
+            agent: string;
+            from: string;
+            text: string;
+            name?: string;
+            sandboxUrl?: string;
+            wait: string;
+          },
+        ) => {
+          // Checked before anything is sent: a user the provider could report, in international format.
+          const from = parseInternationalPhone(flags.from);
+          if (!from.ok) {
+            fail(
+              from.problem === 'extension'
+                ? `--from must be a phone number without an extension, got "${flags.from.slice(0, 40)}"`
+                : `--from must be a phone number in international format (+ and country code), e.g. +14155550100; got "${flags.from.slice(0, 40)}"`,
+            );
+          }
+          if (!flags.text.trim()) fail('--text must not be empty');
+          const waitSeconds = Number(flags.wait);
+          if (!Number.isFinite(waitSeconds) || waitSeconds <= 0 || waitSeconds > 600) {
+            fail(`--wait must be a number of seconds between 0 and 600, got "${flags.wait}"`);
+          }
           // `sandbox` itself takes --data too, and commander hands it to the parent wherever it stands.
           const parentData = (sandbox.opts() as { data?: string }).data;
           const adminFlags = { ...flags, ...(flags.data || !parentData ? {} : { data: parentData }) };
           await withAdmin(adminFlags, async ({ database, config, region }) => {
             const row = await database.db
               .selectFrom('agents')
-              .leftJoin('messaging_numbers', 'messaging_numbers.id', 'agents.number_id')
+              .leftJoin('messaging_numbers', (join) =>
+                join
+                  .onRef('messaging_numbers.id', '=', 'agents.number_id')
+                  .onRef('messaging_numbers.org_id', '=', 'agents.org_id'),
+              )
               .select(['agents.id', 'messaging_numbers.phone', 'messaging_numbers.phone_number_id'])
               .where('agents.id', '=', flags.agent)
               .executeTakeFirst();
@@ -80,7 +114,7 @@ export function registerSandboxCommands(program: Command): void {
                 body: JSON.stringify({
                   phone_number_id: row.phone_number_id,
                   display_phone_number: row.phone,
-                  from: flags.from,
+                  from: from.e164,
                   text: flags.text,
                   ...(flags.name ? { name: flags.name } : {}),
                 }),
@@ -88,12 +122,54 @@ export function registerSandboxCommands(program: Command): void {
             } catch {
               fail(`the sandbox at ${url} cannot be reached; is \`npx parley serve\` running?`);
             }
-            const answer = (await res.body.json()) as { messageId?: string; error?: string };
-            if (res.statusCode !== 200) fail(`the sandbox refused: ${answer.error ?? res.statusCode}`);
-            if (flags.json) printJson({ messageId: answer.messageId, from: flags.from, to: row.phone });
-            else print(`delivered ${answer.messageId} from ${flags.from} to ${row.phone}; the 24-hour window is open`);
+            const answer = (await res.body.json().catch(() => ({}))) as { messageId?: string; error?: string };
+            if (res.statusCode !== 200 || !answer.messageId) {
+              fail(`the sandbox refused: ${answer.error ?? res.statusCode}`);
+            }
+            // Parley acknowledged the webhook; the window is open once it has applied it. Its own
+            // database says when (or that the webhook was kept as failed or unrouted).
+            const applied = await waitForInbound(database.db, answer.messageId, waitSeconds * 1000);
+            if (applied !== 'applied') {
+              fail(
+                applied === 'pending'
+                  ? `the sandbox delivered ${answer.messageId} and Parley acknowledged it, but has not applied it within ${waitSeconds} s; the 24-hour window is not open yet`
+                  : `the sandbox delivered ${answer.messageId}, but Parley could not apply it (kept as ${applied === 'unrouted' ? 'an unrouted' : 'a failed'} webhook: see \`npx parley webhooks failed\`); the 24-hour window is not open`,
+              );
+            }
+            if (flags.json)
+              printJson({ messageId: answer.messageId, from: from.e164, to: row.phone, windowOpen: true });
+            else print(`delivered ${answer.messageId} from ${from.e164} to ${row.phone}; the 24-hour window is open`);
           });
         },
       ),
     );
+}
+
+/**
+ * Polls Parley's database until the inbound message is stored (its window is opened in the same
+ * transaction), or its webhook was kept as failed or unrouted, or the time is up.
+ */
+async function waitForInbound(
+  db: Kysely<DB>,
+  messageId: string,
+  timeoutMs: number,
+): Promise<'applied' | 'failed' | 'unrouted' | 'pending'> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const stored = await db
+      .selectFrom('inbound_messages')
+      .select('provider_message_id')
+      .where('provider_message_id', '=', messageId)
+      .executeTakeFirst();
+    if (stored) return 'applied';
+    const kept = await db
+      .selectFrom('webhook_inbox')
+      .select('state')
+      .where('state', '!=', 'live')
+      .where('body', 'like', `%"id":"${messageId}"%`)
+      .executeTakeFirst();
+    if (kept) return kept.state === 'unrouted' ? 'unrouted' : 'failed';
+    if (Date.now() >= deadline) return 'pending';
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }

@@ -4,6 +4,7 @@ import { endUsers } from './0002-end-users.js';
 import { messaging } from './0003-messaging.js';
 import { idempotency } from './0004-idempotency.js';
 import { webhookInbox } from './0005-webhook-inbox.js';
+import { webhookDeadLetters } from './0006-webhook-dead-letters.js';
 
 /**
  * Every migration, in order. Names sort lexically; add new ones at the end with the next number.
@@ -15,6 +16,7 @@ export const migrations: Record<string, Migration> = {
   '0003-messaging': messaging,
   '0004-idempotency': idempotency,
   '0005-webhook-inbox': webhookInbox,
+  '0006-webhook-dead-letters': webhookDeadLetters,
 };
 
 export const migrationProvider: MigrationProvider = {

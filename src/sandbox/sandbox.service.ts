@@ -1,0 +1,97 @@
+import { randomBytes } from 'node:crypto';
+import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/auth.js';
+import type { AppContext } from '../context.js';
+import { parseInternationalPhone } from '../numbers/phone.js';
+import { AppError } from '../shared/errors.js';
+import type { Sandbox } from './sandbox.js';
+
+/** How long the helper waits for Parley to apply the webhook the sandbox delivered. */
+export const INBOUND_APPLY_TIMEOUT_MS = 10_000;
+
+export interface SimulateInboundInput {
+  readonly convId?: string | undefined;
+  readonly from: string;
+  readonly text: string;
+  readonly name?: string | undefined;
+}
+
+const clip = (text: string, max = 40) => (text.length <= max ? text : `${text.slice(0, max)}...`);
+
+/** The agent's number, of the caller's organization only. */
+async function agentNumber(ctx: AppContext, orgId: string, agentId: string) {
+  return ctx.db
+    .selectFrom('agents')
+    .leftJoin('messaging_numbers', (join) =>
+      join
+        .onRef('messaging_numbers.id', '=', 'agents.number_id')
+        .onRef('messaging_numbers.org_id', '=', 'agents.org_id'),
+    )
+    .select(['agents.id', 'messaging_numbers.phone', 'messaging_numbers.phone_number_id'])
+    .where('agents.org_id', '=', orgId)
+    .where('agents.id', '=', agentId)
+    .executeTakeFirst();
+}
+
+/**
+ * The verb of POST /api/sandbox/inbound: the sandbox delivers a signed inbound message webhook
+ * from `from` to the agent's number, and this answers once Parley has applied that very webhook
+ * (not once the whole queue drained), so the window is open on success. Same agent rules as a send.
+ */
+export async function simulateInbound(
+  ctx: AppContext,
+  sandbox: Sandbox,
+  principal: Principal,
+  input: SimulateInboundInput,
+): Promise<{ success: true; messageId: string }> {
+  const phone = parseInternationalPhone(input.from);
+  if (!phone.ok) {
+    throw new AppError(
+      'INVALID_BODY',
+      phone.problem === 'extension'
+        ? `'from' must be a phone number without an extension; got '${clip(input.from)}'.`
+        : `'from' must be a valid phone number in international format, such as +14155550100; got '${clip(input.from)}'.`,
+    );
+  }
+  if (!input.text.trim()) throw new AppError('INVALID_BODY', "'text' must not be empty.");
+  const agentId = targetAgentId(principal, input.convId);
+  if (agentId === undefined) throw new AppError('INVALID_BODY', "'convId' is required with an organization key.");
+  assertAgentAllowed(principal, agentId);
+  const row = await agentNumber(ctx, principal.orgId, agentId);
+  if (!row) throw new AppError('NOT_FOUND', `No agent with ID '${clip(agentId, 64)}' in this organization.`);
+  if (!row.phone || !row.phone_number_id) {
+    throw new AppError('INVALID_BODY', `Agent '${clip(agentId, 64)}' has no messaging number assigned.`);
+  }
+
+  const messageId = `wamid.${randomBytes(24).toString('base64url')}`;
+  // Registered before the webhook can arrive.
+  const applied = ctx.messaging.webhooks.waitForInbound(messageId, INBOUND_APPLY_TIMEOUT_MS);
+  try {
+    await sandbox.deliverInbound({
+      phoneNumberId: row.phone_number_id,
+      displayPhoneNumber: row.phone,
+      from: phone.e164,
+      text: input.text,
+      messageId,
+      ...(input.name !== undefined ? { name: input.name } : {}),
+    });
+  } catch (err) {
+    ctx.logger.warn({ err }, 'sandbox inbound delivery failed');
+    throw new AppError('PROVIDER_UNAVAILABLE', 'The sandbox could not deliver the inbound message webhook.');
+  }
+  const outcome = await applied;
+  if (!outcome.ok) {
+    const why =
+      outcome.reason === 'timeout'
+        ? `was not applied within ${INBOUND_APPLY_TIMEOUT_MS / 1000} seconds`
+        : outcome.reason === 'unknown number'
+          ? 'names a phone number ID no number has (kept as an unrouted webhook)'
+          : outcome.retrying
+            ? 'could not be applied; Parley retries it in the background and keeps it as a failed webhook if it keeps failing'
+            : 'could not be applied; it is kept as a failed webhook (parley webhooks failed)';
+    throw new AppError(
+      'PROVIDER_UNAVAILABLE',
+      `The sandbox delivered inbound message ${messageId}, but its webhook ${why}, so the 24-hour window may not be open.`,
+    );
+  }
+  return { success: true, messageId };
+}
