@@ -13,6 +13,7 @@
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config.js';
 import { migrateToLatest, openDatabase, sql } from '../src/db/database.js';
+import { searchKey } from '../src/end-users/normalize.js';
 import { createKey } from '../src/keys/key.service.js';
 import { createOrganization } from '../src/orgs/org.service.js';
 import { systemClock } from '../src/shared/clock.js';
@@ -27,10 +28,12 @@ export interface SeedResult {
 
 function record(i: number, orgId: string, start: number) {
   const createdAt = start + i;
+  const name = `Seed User ${i}`;
   return {
     id: newId('eu'),
     org_id: orgId,
-    name: `Seed User ${i}`,
+    name,
+    name_search: searchKey(name),
     email: `seed.${i}@bench.example.com`,
     // Unique but not necessarily valid phone numbers: the seed writes straight to the table.
     phone: `+1${String(1000000000 + i)}`,
@@ -67,8 +70,8 @@ export async function seedEndUsers(env: Record<string, string | undefined>, n: n
     if (database.sqlite) {
       const s = database.sqlite;
       const insertUser = s.prepare(
-        `INSERT INTO end_users (id, org_id, name, email, phone, tags, origin, channel_identifiers, consent, created_at, last_seen_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO end_users (id, org_id, name, name_search, email, phone, tags, origin, channel_identifiers, consent, created_at, last_seen_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
       const insertTag = s.prepare('INSERT INTO end_user_tags (end_user_id, org_id, tag) VALUES (?, ?, ?)');
       const chunk = s.transaction((from: number, to: number) => {
@@ -78,6 +81,7 @@ export async function seedEndUsers(env: Record<string, string | undefined>, n: n
             r.id,
             r.org_id,
             r.name,
+            r.name_search,
             r.email,
             r.phone,
             r.tags,
@@ -100,9 +104,9 @@ export async function seedEndUsers(env: Record<string, string | undefined>, n: n
         );
         const col = <K extends keyof (typeof rows)[number]>(k: K) => rows.map((r) => r[k]);
         await sql`
-          INSERT INTO end_users (id, org_id, name, email, phone, tags, origin, channel_identifiers, consent, created_at, last_seen_at, updated_at)
+          INSERT INTO end_users (id, org_id, name, name_search, email, phone, tags, origin, channel_identifiers, consent, created_at, last_seen_at, updated_at)
           SELECT * FROM unnest(
-            ${col('id')}::text[], ${col('org_id')}::text[], ${col('name')}::text[], ${col('email')}::text[],
+            ${col('id')}::text[], ${col('org_id')}::text[], ${col('name')}::text[], ${col('name_search')}::text[], ${col('email')}::text[],
             ${col('phone')}::text[], ${col('tags')}::text[], ${col('origin')}::text[], ${col('channel_identifiers')}::text[],
             ${col('consent')}::text[], ${col('created_at')}::bigint[], ${col('last_seen_at')}::bigint[], ${col('updated_at')}::bigint[]
           )`.execute(database.db);

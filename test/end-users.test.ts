@@ -1,31 +1,36 @@
-import type { FastifyInstance, InjectOptions } from 'fastify';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { Migrator, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrationProvider } from '../src/db/migrations/index.js';
 import { recordInboundEndUser } from '../src/end-users/end-user.service.js';
 import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
-import { contractViolation, listOperations } from './helpers/contract.js';
+import { documentedResponseViolation, listOperations, openApiDocument } from './helpers/contract.js';
 import { makeAgent, makeCampaign, makeKey, makeOrg, makeTenant } from './helpers/factories.js';
 
 type Headers = Record<string, string>;
 
-/** Every documented response is checked against /api/openapi.json as it goes by. */
+/**
+ * Every response, whatever its status, is checked against /api/openapi.json as it goes by: 405 and
+ * INVALID_URL answers included (against the documented operations of their path).
+ */
+async function send(app: FastifyInstance, options: InjectOptions & { method: string; url: string }) {
+  const res = await app.inject(options);
+  const violation = documentedResponseViolation(app, options.method, options.url, res);
+  if (violation) throw new Error(violation);
+  return res;
+}
+
 async function call(app: FastifyInstance, method: string, url: string, headers: Headers, payload?: unknown) {
-  const res = await app.inject({
-    method: method as InjectOptions['method'],
+  return send(app, {
+    method: method as InjectOptions['method'] & string,
     url,
     headers,
     ...(payload !== undefined ? { payload: payload as InjectOptions['payload'] } : {}),
   });
-  const path = url.split('?')[0] ?? url;
-  const documented = listOperations(app).some(
-    (op) => op.method === method && new RegExp(`^${op.path.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(path),
-  );
-  // 405 answers come from undocumented catch-all routes (GET /api/endusers/batch looks like a by-ID path).
-  if (documented && res.statusCode !== 405) {
-    const violation = contractViolation(app, method, path, res);
-    if (violation) throw new Error(violation);
-  }
-  return res;
 }
+
+type Res = LightMyRequestResponse;
+const idsOf = (res: Res) => res.json().data.map((u: { _id: string }) => u._id);
 
 const CODED = { error: expect.any(String), code: expect.any(String) };
 
@@ -136,36 +141,119 @@ describe.each(DIALECTS)('end users (%s)', (dialect) => {
   });
 
   describe('routing', () => {
-    it('405 METHOD_NOT_ALLOWED with Allow', async () => {
+    const COLLECTION = 'GET, HEAD, POST';
+    const BY_ID = 'GET, HEAD, PATCH, DELETE';
+    it('405 METHOD_NOT_ALLOWED with Allow, for every method the path does not support', async () => {
       for (const [method, url, allow] of [
-        ['PUT', '/api/endusers/x', 'GET, PATCH, DELETE'],
-        ['POST', '/api/endusers/x', 'GET, PATCH, DELETE'],
-        ['DELETE', '/api/endusers', 'GET, POST'],
-        ['PUT', '/api/endusers', 'GET, POST'],
-        ['PATCH', '/api/endusers', 'GET, POST'],
+        ['PUT', '/api/endusers/x', BY_ID],
+        ['POST', '/api/endusers/x', BY_ID],
+        ['OPTIONS', '/api/endusers/x', BY_ID],
+        ['TRACE', '/api/endusers/x', BY_ID],
+        ['PROPFIND', '/api/endusers/x', BY_ID],
+        ['DELETE', '/api/endusers', COLLECTION],
+        ['PUT', '/api/endusers', COLLECTION],
+        ['PATCH', '/api/endusers', COLLECTION],
+        ['OPTIONS', '/api/endusers', COLLECTION],
+        ['TRACE', '/api/endusers', COLLECTION],
+        ['PROPFIND', '/api/endusers', COLLECTION],
+        ['QUERY', '/api/endusers', COLLECTION],
+        ['MKCOL', '/api/endusers', COLLECTION],
         ['GET', '/api/endusers/batch', 'POST'],
         ['DELETE', '/api/endusers/batch', 'POST'],
+        ['PATCH', '/api/endusers/batch', 'POST'],
+        ['OPTIONS', '/api/endusers/batch', 'POST'],
+        ['LOCK', '/api/endusers/batch', 'POST'],
       ] as const) {
-        const res = await call(t.app, method, url, auth);
-        expect(res.statusCode, `${method} ${url}`).toBe(405);
-        expect(res.headers.allow).toBe(allow);
-        expect(res.json()).toEqual({ ...CODED, code: 'METHOD_NOT_ALLOWED' });
+        // Without a key: the answer comes from the method and path alone.
+        for (const headers of [auth, {}]) {
+          const res = await call(t.app, method, url, headers);
+          expect(res.statusCode, `${method} ${url}`).toBe(405);
+          expect(res.headers.allow, `${method} ${url}`).toBe(allow);
+          expect(res.json()).toEqual({ ...CODED, code: 'METHOD_NOT_ALLOWED' });
+        }
+      }
+      const head = await call(t.app, 'HEAD', '/api/endusers/batch', {});
+      expect(head.statusCode).toBe(405);
+      expect(head.headers.allow).toBe('POST');
+      expect(head.body).toBe('');
+    });
+
+    it('405 is decided before the body is read: a malformed or oversized body does not change it', async () => {
+      for (const [method, url, allow] of [
+        ['PUT', '/api/endusers', COLLECTION],
+        ['PUT', '/api/endusers/eu_x', BY_ID],
+        ['DELETE', '/api/endusers/batch', 'POST'],
+      ] as const) {
+        for (const payload of ['{"origin":', 'x'.repeat(t.ctx.config.bodyLimit + 10)]) {
+          const res = await send(t.app, {
+            method,
+            url,
+            headers: { ...auth, 'content-type': 'application/json' },
+            payload,
+          });
+          expect(res.statusCode, `${method} ${url}`).toBe(405);
+          expect(res.headers.allow).toBe(allow);
+          expect(res.json().code).toBe('METHOD_NOT_ALLOWED');
+        }
       }
     });
 
-    it('400 INVALID_URL for paths deeper than /api/endusers/<id>, any method', async () => {
-      for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']) {
-        for (const url of ['/api/endusers/a/b', '/api/endusers/a/b/c', '/api/endusers/a/']) {
-          const res = await call(t.app, method, url, auth);
-          expect(res.statusCode, `${method} ${url}`).toBe(400);
-          expect(res.json()).toEqual({ ...CODED, code: 'INVALID_URL' });
+    it('HEAD works where Allow lists it: the GET answer without a body', async () => {
+      const u = await create({ name: 'Head' });
+      const list = await call(t.app, 'HEAD', '/api/endusers', auth);
+      expect(list.statusCode).toBe(200);
+      expect(list.headers['content-type']).toMatch(/application\/json/);
+      expect(list.body).toBe('');
+      const one = await call(t.app, 'HEAD', `/api/endusers/${u._id}`, auth);
+      expect(one.statusCode).toBe(200);
+      expect(one.body).toBe('');
+      expect((await call(t.app, 'HEAD', '/api/endusers/eu_missing', auth)).statusCode).toBe(404);
+      expect((await call(t.app, 'HEAD', '/api/endusers', {})).statusCode).toBe(401);
+    });
+
+    it('400 INVALID_URL for paths deeper than /api/endusers/<id> or with an empty ID, any method, before the key', async () => {
+      for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'HEAD']) {
+        for (const url of [
+          '/api/endusers/a/b',
+          '/api/endusers/a/b/c',
+          '/api/endusers/a/',
+          '/api/endusers/batch/x',
+          '/api/endusers/',
+          '/api/endusers//x',
+        ]) {
+          for (const headers of [auth, {}]) {
+            const res = await call(t.app, method, url, headers);
+            expect(res.statusCode, `${method} ${url}`).toBe(400);
+            if (method !== 'HEAD') expect(res.json()).toEqual({ ...CODED, code: 'INVALID_URL' });
+          }
         }
       }
-      for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']) {
-        const empty = await call(t.app, method, '/api/endusers/', auth);
-        expect(empty.statusCode, `${method} /api/endusers/`).toBe(400);
-        expect(empty.json().code).toBe('INVALID_URL');
+      // A body is not even read.
+      const res = await send(t.app, {
+        method: 'POST',
+        url: '/api/endusers/a/b',
+        headers: { ...auth, 'content-type': 'application/json' },
+        payload: '{"broken',
+      });
+      expect(res.json().code).toBe('INVALID_URL');
+    });
+
+    it('an ID no record can have (over 64 characters, or outside the ID alphabet) is 404 NOT_FOUND', async () => {
+      const u = await create({ name: 'Keep me' });
+      for (const id of ['e'.repeat(65), `${u._id}${'x'.repeat(60)}`, 'eu_a.b', 'eu_%C3%A9', "eu_'x", 'eu_a%20b']) {
+        for (const [method, body] of [
+          ['GET', undefined],
+          ['PATCH', { name: 'x' }],
+          ['DELETE', undefined],
+        ] as const) {
+          const res = await call(t.app, method, `/api/endusers/${id}`, auth, body);
+          expect(res.statusCode, `${method} ${id}`).toBe(404);
+          expect(res.json()).toEqual({ ...CODED, code: 'NOT_FOUND' });
+        }
       }
+      // Still authenticated first.
+      expect((await call(t.app, 'GET', `/api/endusers/${'e'.repeat(65)}`, {})).statusCode).toBe(401);
+      expect((await call(t.app, 'GET', `/api/endusers/${u._id}`, auth)).json().name).toBe('Keep me');
     });
   });
 
@@ -242,7 +330,7 @@ describe.each(DIALECTS)('end users (%s)', (dialect) => {
           ...(field ? { field } : {}),
         });
       }
-      const bad = await t.app.inject({
+      const bad = await send(t.app, {
         method: 'POST',
         url: '/api/endusers',
         headers: { ...auth, 'content-type': 'application/json' },
@@ -313,6 +401,81 @@ describe.each(DIALECTS)('end users (%s)', (dialect) => {
         .where('phone', '=', p)
         .execute();
       expect(rows).toHaveLength(1);
+    });
+  });
+
+  describe('create: loose input is refused or cleaned, never silently changed', () => {
+    const stored = (id: string) =>
+      t.ctx.db.selectFrom('end_users').select(['name', 'tags']).where('id', '=', id).executeTakeFirst();
+
+    it('a name without a visible character is blank; limits apply after trimming', async () => {
+      for (const name of ['\u200b', '\u200b\u200d\u2060 ', ' \u00ad\ufeff ', '\u3164']) {
+        const res = await post({ origin: 'manual', name, email: email() });
+        expect(res.statusCode, JSON.stringify(name)).toBe(400);
+        expect(res.json()).toEqual({ ...CODED, code: 'INVALID_BODY', field: 'name' });
+      }
+      const padded = await create({ name: `  ${'N'.repeat(200)}  ` });
+      expect(padded.name).toBe('N'.repeat(200));
+      const long = await post({ origin: 'manual', name: `N${'n'.repeat(200)}` });
+      expect(long.statusCode).toBe(400);
+      expect(long.json()).toEqual({ ...CODED, code: 'INVALID_BODY', field: 'name' });
+      // Invisible characters inside a visible name are kept as written.
+      const joined = await create({ name: 'Ada\u200bLovelace' });
+      expect((await stored(joined._id))?.name).toBe('Ada\u200bLovelace');
+    });
+
+    it('tags: trimmed first, then 1 to 64 characters; invisible-only tags are blank', async () => {
+      const tag = 't'.repeat(64);
+      const ok = await create({ name: 'Tagged', tags: [` ${tag}`, `${tag}\t`, ' x '] });
+      expect(ok.tags).toEqual([tag, 'x']);
+      expect(JSON.parse((await stored(ok._id))?.tags ?? '')).toEqual([tag, 'x']);
+      for (const [tags, field] of [
+        [['ok', ` ${'t'.repeat(65)} `], 'tags.1'],
+        [['\u200b'], 'tags.0'],
+        [[' '], 'tags.0'],
+      ] as const) {
+        const res = await post({ origin: 'manual', name: 'x', tags });
+        expect(res.statusCode, JSON.stringify(tags)).toBe(400);
+        expect(res.json()).toEqual({ ...CODED, code: 'INVALID_BODY', field });
+      }
+    });
+
+    it('a phone with an extension or any text around it is refused, not truncated', async () => {
+      for (const [body, field] of [
+        [{ phone: '+1-415-555-2671 ext. 12' }, 'phone'],
+        [{ phone: '+1 415 555 2671 x12' }, 'phone'],
+        [{ phone: '+14155552671;ext=1' }, 'phone'],
+        [{ phone: '+447400123456abc' }, 'phone'],
+        [{ phone: 'call +14155552671' }, 'phone'],
+        [{ name: 'x', channelIdentifiers: { msgapp: '+447400123456 ext 2' } }, 'channelIdentifiers.msgapp'],
+      ] as const) {
+        const res = await post({ origin: 'manual', ...body });
+        expect(res.statusCode, JSON.stringify(body)).toBe(400);
+        expect(res.json()).toEqual({ ...CODED, code: 'INVALID_BODY', field });
+        expect(res.json().error).toMatch(/no extension or other text/);
+      }
+      const rows = await t.ctx.db
+        .selectFrom('end_users')
+        .select('id')
+        .where('org_id', '=', orgId)
+        .where('phone', 'in', ['+14155552671', '+447400123456'])
+        .execute();
+      expect(rows).toEqual([]);
+      // Punctuation a person writes is still fine.
+      expect((await create({ phone: '+44 (0) 7400 123-456' })).phone).toBe('+447400123456');
+    });
+
+    it('consent.msgapp.updatedAt is an integer from 0 to 2^53 - 1', async () => {
+      for (const updatedAt of [1e20, 2 ** 53, -1, 1.5]) {
+        const res = await post({ origin: 'manual', name: 'c', consent: { msgapp: { status: 'granted', updatedAt } } });
+        expect(res.statusCode, String(updatedAt)).toBe(400);
+        expect(res.json()).toEqual({ ...CODED, code: 'INVALID_BODY', field: 'consent.msgapp.updatedAt' });
+      }
+      const max = await create({
+        name: 'c',
+        consent: { msgapp: { status: 'granted', updatedAt: Number.MAX_SAFE_INTEGER } },
+      });
+      expect(max.consent.msgapp.updatedAt).toBe(Number.MAX_SAFE_INTEGER);
     });
   });
 
@@ -393,6 +556,235 @@ describe.each(DIALECTS)('end users (%s)', (dialect) => {
       }
       const extra = await call(t.app, 'POST', '/api/endusers/batch', auth, { origin: 'manual', endUsers: [], x: 1 });
       expect(extra.statusCode).toBe(400);
+    });
+
+    it('only a created item claims its email or phone: a later item sharing it with a failed one is tried on its own', async () => {
+      const stored = await create({ email: email(), phone: phone() });
+      const other = await create({ phone: phone() });
+      const shared = phone();
+      const freshEmail = email();
+      const res = await call(t.app, 'POST', '/api/endusers/batch', auth, {
+        origin: 'imported',
+        endUsers: [
+          { email: stored.email, phone: shared }, // fails: the email is stored
+          { email: freshEmail, phone: shared }, // created: the phone is free after all
+          { phone: shared }, // fails: item 1 was created with it
+          { email: freshEmail.toUpperCase(), phone: other.phone }, // fails: the phone is stored
+          { email: freshEmail }, // fails: item 1 has it
+          { name: 'Bad', phone: '12' }, // invalid
+          { email: email(), phone: '12' }, // invalid: claims nothing
+        ],
+      });
+      expect(res.statusCode).toBe(200);
+      const body = res.json();
+      expect(body.created).toBe(1);
+      const [r0, r1, r2, r3, r4, r5, r6] = body.results;
+      expect(r0).toEqual({
+        index: 0,
+        status: 'failed',
+        error: expect.any(String),
+        code: 'DUPLICATE_ENDUSER',
+        field: 'email',
+        existingId: stored._id,
+      });
+      expect(r1).toMatchObject({ status: 'created', endUser: { email: freshEmail, phone: shared } });
+      expect(r2).toEqual({
+        index: 2,
+        status: 'failed',
+        error: 'Item 1 of this batch has the same phone.',
+        code: 'DUPLICATE_ENDUSER',
+        field: 'phone',
+        duplicateOf: 1,
+      });
+      expect(r3).toMatchObject({ code: 'DUPLICATE_ENDUSER', field: 'phone', existingId: other._id });
+      expect(r4).toMatchObject({ code: 'DUPLICATE_ENDUSER', field: 'email', duplicateOf: 1 });
+      expect(r5).toMatchObject({ code: 'INVALID_BODY', field: 'phone' });
+      expect(r6).toMatchObject({ code: 'INVALID_BODY', field: 'phone' });
+      const holders = await t.ctx.db
+        .selectFrom('end_users')
+        .select(['id', 'email'])
+        .where('org_id', '=', orgId)
+        .where('phone', '=', shared)
+        .execute();
+      expect(holders).toEqual([{ id: r1.endUser._id, email: freshEmail }]);
+    });
+
+    it('first occurrence wins among items that succeed, whatever the order of failures', async () => {
+      const held = await create({ email: email() });
+      const p = phone();
+      const e = email();
+      const res = await call(t.app, 'POST', '/api/endusers/batch', auth, {
+        origin: 'manual',
+        endUsers: [{ email: held.email, phone: p }, { phone: p, email: e }, { phone: p }, { email: e, phone: phone() }],
+      });
+      const results = res.json().results;
+      expect(results.map((r: { status: string; duplicateOf?: number }) => r.duplicateOf ?? r.status)).toEqual([
+        'failed',
+        'created',
+        1,
+        1,
+      ]);
+    });
+
+    it('items of a batch share createdAt and are listed later items first; their IDs increase with the position', async () => {
+      const tenant = await makeTenant(t.ctx);
+      const h = tenant.orgKey.auth;
+      const items = Array.from({ length: 12 }, (_, i) => ({ name: `Order ${i}`, tags: ['order'] }));
+      const res = await call(t.app, 'POST', '/api/endusers/batch', h, { origin: 'manual', endUsers: items });
+      const created: { _id: string; createdAt: number }[] = res
+        .json()
+        .results.map((r: { endUser: { _id: string; createdAt: number } }) => r.endUser);
+      expect(new Set(created.map((u) => u.createdAt)).size).toBe(1);
+      expect([...created.map((u) => u._id)].sort()).toEqual(created.map((u) => u._id));
+      for (const u of created) expect(u._id).toMatch(/^eu_[0-9A-Za-z]{22}$/);
+      const listed = await call(t.app, 'GET', '/api/endusers?tag=order&limit=5', h);
+      expect(listed.json().data.map((u: { name: string }) => u.name)).toEqual([
+        'Order 11',
+        'Order 10',
+        'Order 9',
+        'Order 8',
+        'Order 7',
+      ]);
+      const rest = await call(t.app, 'GET', `/api/endusers?tag=order&cursor=${listed.json().nextCursor}`, h);
+      expect(rest.json().data.map((u: { name: string }) => u.name)).toEqual(
+        [6, 5, 4, 3, 2, 1, 0].map((i) => `Order ${i}`),
+      );
+    });
+
+    it('a batch within every per-item limit can still be over the body limit: 413, nothing created; smaller batches pass', async () => {
+      const tag = `big-${uniq()}`;
+      const items = Array.from({ length: 1000 }, (_, i) => ({
+        name: `${'N'.repeat(190)} ${i}`,
+        email: `big.${i}.${uniq()}@example.com`,
+        tags: [tag, ...Array.from({ length: 12 }, (_, k) => `${k}`.padEnd(64, 't'))],
+      }));
+      const whole = JSON.stringify({ origin: 'imported', endUsers: items });
+      expect(whole.length).toBeGreaterThan(t.ctx.config.bodyLimit);
+      const res = await send(t.app, {
+        method: 'POST',
+        url: '/api/endusers/batch',
+        headers: { ...auth, 'content-type': 'application/json' },
+        payload: whole,
+      });
+      expect(res.statusCode).toBe(413);
+      expect(res.json()).toEqual({ ...CODED, code: 'PAYLOAD_TOO_LARGE' });
+      const count = async () =>
+        Number(
+          (
+            await t.ctx.db
+              .selectFrom('end_user_tags')
+              .select((eb) => eb.fn.countAll<number>().as('n'))
+              .where('org_id', '=', orgId)
+              .where('tag', '=', tag)
+              .executeTakeFirst()
+          )?.n,
+        );
+      expect(await count()).toBe(0);
+      for (const half of [items.slice(0, 500), items.slice(500)]) {
+        const ok = await call(t.app, 'POST', '/api/endusers/batch', auth, { origin: 'imported', endUsers: half });
+        expect(ok.statusCode).toBe(200);
+        expect(ok.json().created).toBe(500);
+      }
+      expect(await count()).toBe(1000);
+    });
+  });
+
+  describe('writes the database refuses (a rule of the database, here a trigger)', () => {
+    const refuse = async () => {
+      if (dialect === 'postgres') {
+        await sql`CREATE FUNCTION eu_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN
+            IF TG_OP = 'DELETE' THEN
+              IF OLD.name = 'Undeletable' THEN RAISE EXCEPTION 'refused by a rule of this database'; END IF;
+              RETURN OLD;
+            END IF;
+            IF NEW.name = 'Refused' THEN RAISE EXCEPTION 'refused by a rule of this database'; END IF;
+            RETURN NEW;
+          END $$`.execute(t.ctx.db);
+        await sql`CREATE TRIGGER eu_refuse BEFORE INSERT OR UPDATE OR DELETE ON end_users
+          FOR EACH ROW EXECUTE FUNCTION eu_refuse()`.execute(t.ctx.db);
+      } else {
+        for (const [event, row] of [
+          ['INSERT', 'NEW'],
+          ['UPDATE', 'NEW'],
+        ] as const) {
+          await sql
+            .raw(`CREATE TRIGGER eu_refuse_${event.toLowerCase()} BEFORE ${event} ON end_users
+              WHEN ${row}.name = 'Refused' BEGIN SELECT RAISE(ABORT, 'refused by a rule of this database'); END`)
+            .execute(t.ctx.db);
+        }
+        await sql`CREATE TRIGGER eu_refuse_delete BEFORE DELETE ON end_users
+          WHEN OLD.name = 'Undeletable' BEGIN SELECT RAISE(ABORT, 'refused by a rule of this database'); END`.execute(
+          t.ctx.db,
+        );
+      }
+    };
+    const allow = async () => {
+      if (dialect === 'postgres') {
+        await sql`DROP TRIGGER eu_refuse ON end_users`.execute(t.ctx.db);
+        await sql`DROP FUNCTION eu_refuse()`.execute(t.ctx.db);
+      } else {
+        for (const name of ['eu_refuse_insert', 'eu_refuse_update', 'eu_refuse_delete']) {
+          await sql.raw(`DROP TRIGGER ${name}`).execute(t.ctx.db);
+        }
+      }
+    };
+
+    it('create: 400 CREATE_FAILED; batch: only the refused items fail, CREATE_FAILED; others are created', async () => {
+      const e = email();
+      const tag = `refusal-${uniq()}`;
+      await refuse();
+      try {
+        const one = await post({ origin: 'manual', name: 'Refused', email: e, tags: [tag] });
+        expect(one.statusCode).toBe(400);
+        expect(one.json()).toEqual({ ...CODED, code: 'CREATE_FAILED' });
+        expect(one.body).not.toMatch(/refused by a rule|sqlite|trigger/i);
+        const batch = await call(t.app, 'POST', '/api/endusers/batch', auth, {
+          origin: 'imported',
+          endUsers: [
+            { name: 'Refused', email: e, tags: [tag] },
+            { name: 'Fine', tags: [tag] },
+            { name: 'Also fine', email: e, tags: [tag] },
+            { name: 'Refused', tags: [tag] },
+          ],
+        });
+        expect(batch.statusCode).toBe(200);
+        const [r0, r1, r2, r3] = batch.json().results;
+        expect(r0).toEqual({ index: 0, status: 'failed', code: 'CREATE_FAILED', error: expect.any(String) });
+        expect(r1).toMatchObject({ status: 'created', endUser: { name: 'Fine' } });
+        // Item 0 failed, so the email went to item 2.
+        expect(r2).toMatchObject({ status: 'created', endUser: { name: 'Also fine', email: e } });
+        expect(r3).toMatchObject({ status: 'failed', code: 'CREATE_FAILED' });
+        expect(batch.json()).toMatchObject({ created: 2, failed: 2 });
+      } finally {
+        await allow();
+      }
+      const stored = await t.ctx.db
+        .selectFrom('end_users')
+        .select('name')
+        .where('org_id', '=', orgId)
+        .where('id', 'in', (eb) => eb.selectFrom('end_user_tags').select('end_user_id').where('tag', '=', tag))
+        .orderBy('name')
+        .execute();
+      expect(stored.map((r) => r.name)).toEqual(['Also fine', 'Fine']);
+    });
+
+    it('update: 400 UPDATE_FAILED, unchanged; delete: 400 DELETE_FAILED, still there', async () => {
+      const u = await create({ name: 'Before' });
+      const keep = await create({ name: 'Undeletable' });
+      await refuse();
+      try {
+        const patched = await call(t.app, 'PATCH', `/api/endusers/${u._id}`, auth, { name: 'Refused' });
+        expect(patched.statusCode).toBe(400);
+        expect(patched.json()).toEqual({ ...CODED, code: 'UPDATE_FAILED' });
+        const deleted = await call(t.app, 'DELETE', `/api/endusers/${keep._id}`, auth);
+        expect(deleted.statusCode).toBe(400);
+        expect(deleted.json()).toEqual({ ...CODED, code: 'DELETE_FAILED' });
+      } finally {
+        await allow();
+      }
+      expect((await call(t.app, 'GET', `/api/endusers/${u._id}`, auth)).json().name).toBe('Before');
+      expect((await call(t.app, 'GET', `/api/endusers/${keep._id}`, auth)).statusCode).toBe(200);
     });
   });
 
@@ -477,6 +869,62 @@ describe.each(DIALECTS)('end users (%s)', (dialect) => {
       const missing = await call(t.app, 'PATCH', '/api/endusers/eu_missing', auth, { name: 'x' });
       expect(missing.statusCode).toBe(404);
       expect(missing.json()).toEqual({ ...CODED, code: 'NOT_FOUND' });
+    });
+
+    it('accepts application/merge-patch+json (the media type of a JSON merge patch); other routes do not', async () => {
+      const u = await create({ name: 'Merge', email: email(), tags: ['a'] });
+      const res = await send(t.app, {
+        method: 'PATCH',
+        url: `/api/endusers/${u._id}`,
+        headers: { ...auth, 'content-type': 'application/merge-patch+json' },
+        payload: JSON.stringify({ email: null, tags: ['b'] }),
+      });
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toMatchObject({ name: 'Merge', email: null, tags: ['b'] });
+      expect((await call(t.app, 'GET', `/api/endusers/${u._id}`, auth)).json()).toEqual(res.json());
+      for (const [payload, field] of [
+        ['{"name":', undefined],
+        ['{"origin":"manual"}', 'origin'],
+        ['{"name":"a\\u0000b"}', 'name'],
+      ] as const) {
+        const bad = await send(t.app, {
+          method: 'PATCH',
+          url: `/api/endusers/${u._id}`,
+          headers: { ...auth, 'content-type': 'application/merge-patch+json; charset=utf-8' },
+          payload,
+        });
+        expect(bad.statusCode, payload).toBe(400);
+        expect(bad.json()).toEqual({ ...CODED, code: 'INVALID_BODY', ...(field ? { field } : {}) });
+      }
+      const post = await send(t.app, {
+        method: 'POST',
+        url: '/api/endusers',
+        headers: { ...auth, 'content-type': 'application/merge-patch+json' },
+        payload: JSON.stringify({ origin: 'manual', name: 'Nope' }),
+      });
+      expect(post.statusCode).toBe(400);
+      expect(post.json()).toEqual({ ...CODED, code: 'INVALID_BODY' });
+    });
+
+    it('a name patched to one without a visible character is blank; the search key follows the name', async () => {
+      const u = await create({ name: 'Émile Before', email: email() });
+      const blank = await call(t.app, 'PATCH', `/api/endusers/${u._id}`, auth, { name: '\u200b' });
+      expect(blank.json()).toEqual({ ...CODED, code: 'INVALID_BODY', field: 'name' });
+      await call(t.app, 'PATCH', `/api/endusers/${u._id}`, auth, { name: 'ŒUVRE Après' });
+      const row = await t.ctx.db
+        .selectFrom('end_users')
+        .select(['name', 'name_search'])
+        .where('id', '=', u._id)
+        .executeTakeFirst();
+      expect(row).toEqual({ name: 'ŒUVRE Après', name_search: 'œuvre après' });
+      await call(t.app, 'PATCH', `/api/endusers/${u._id}`, auth, { name: null });
+      expect(
+        await t.ctx.db
+          .selectFrom('end_users')
+          .select(['name', 'name_search'])
+          .where('id', '=', u._id)
+          .executeTakeFirst(),
+      ).toEqual({ name: null, name_search: null });
     });
   });
 
@@ -585,6 +1033,167 @@ describe.each(DIALECTS)('end users (%s)', (dialect) => {
       expect((await call(t.app, 'GET', '/api/endusers?limit=200', listAuth)).statusCode).toBe(200);
     });
 
+    it('integers: decimal digits only, 0 to 2^53 - 1; the parameter is named', async () => {
+      for (const [query, field] of [
+        ['updatedSince=99999999999999999999', 'updatedSince'],
+        ['updatedSince=9007199254740992', 'updatedSince'],
+        ['updatedSince=1e300', 'updatedSince'],
+        ['updatedSince=1e1', 'updatedSince'],
+        ['updatedSince=0x10', 'updatedSince'],
+        ['updatedSince=%2010', 'updatedSince'],
+        ['updatedSince=10%20', 'updatedSince'],
+        ['updatedSince=-1', 'updatedSince'],
+        ['updatedSince=%2B5', 'updatedSince'],
+        ['updatedSince=1.0', 'updatedSince'],
+        ['updatedSince=', 'updatedSince'],
+        ['limit=1e1', 'limit'],
+        ['limit=0x10', 'limit'],
+        ['limit=%2010', 'limit'],
+        ['limit=10%20', 'limit'],
+        ['limit=99999999999999999999', 'limit'],
+        ['limit=', 'limit'],
+      ] as const) {
+        const res = await call(t.app, 'GET', `/api/endusers?${query}`, listAuth);
+        expect(res.statusCode, query).toBe(400);
+        expect(res.json(), query).toEqual({ ...CODED, code: 'INVALID_BODY', field });
+      }
+      expect(idsOf(await call(t.app, 'GET', '/api/endusers?updatedSince=9007199254740991', listAuth))).toEqual([]);
+      expect(idsOf(await call(t.app, 'GET', '/api/endusers?updatedSince=0000&limit=007', listAuth))).toHaveLength(7);
+    });
+
+    it('cursors: only what the API returned; a hand-made or altered one is 400 INVALID_BODY naming cursor', async () => {
+      const page = (await call(t.app, 'GET', '/api/endusers?limit=2', listAuth)).json();
+      const real: string = page.nextCursor;
+      const [createdAt, id] = JSON.parse(Buffer.from(real, 'base64url').toString()) as [number, string];
+      const made = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+      for (const cursor of [
+        made([-1, 'x']),
+        made([-1, id]),
+        made([createdAt, 'x']),
+        made([createdAt, `${id}x`]),
+        made([1e20, id]),
+        made([createdAt + 0.5, id]),
+        made([String(createdAt), id]),
+        made([createdAt, id, 1]),
+        made({ createdAt, id }),
+        `${real}=`,
+        Buffer.from(` ${JSON.stringify([createdAt, id])}`).toString('base64url'),
+        Buffer.from(JSON.stringify([createdAt, id])).toString('base64'),
+      ]) {
+        const res = await call(t.app, 'GET', `/api/endusers?cursor=${encodeURIComponent(cursor)}`, listAuth);
+        expect(res.statusCode, cursor).toBe(400);
+        expect(res.json()).toEqual({ ...CODED, code: 'INVALID_BODY', field: 'cursor' });
+      }
+      const next = await call(t.app, 'GET', `/api/endusers?limit=2&cursor=${real}`, listAuth);
+      expect(idsOf(next)).toEqual([...ids].reverse().slice(2, 4));
+    });
+
+    it('tag: blank or empty is 400 either way; a repeated origin is INVALID_ORIGIN', async () => {
+      for (const query of ['tag=', 'tag=%20', 'tag=%E2%80%8B', 'tag=%09']) {
+        const res = await call(t.app, 'GET', `/api/endusers?${query}`, listAuth);
+        expect(res.statusCode, query).toBe(400);
+        expect(res.json()).toEqual({ ...CODED, code: 'INVALID_BODY', field: 'tag' });
+      }
+      expect(idsOf(await call(t.app, 'GET', '/api/endusers?tag=%20early%20', listAuth))).toHaveLength(3);
+      for (const query of ['origin=manual&origin=manual', 'origin=manual&origin=web', 'origin=&origin=']) {
+        const res = await call(t.app, 'GET', `/api/endusers?${query}`, listAuth);
+        expect(res.statusCode, query).toBe(400);
+        expect(res.json()).toEqual({ ...CODED, code: 'INVALID_ORIGIN', field: 'origin' });
+      }
+    });
+
+    it('q matches non-ASCII names in any case, the same on every database', async () => {
+      const tenant = await makeTenant(t.ctx);
+      const h = tenant.orgKey.auth;
+      const names = [
+        'ÉMILE Zola',
+        'émile Du Châtelet',
+        'ØRSTED Hans',
+        'ΣΩΚΡΆΤΗΣ',
+        'İlkay',
+        'Ｚｏｅ Wide',
+        'E\u0301douard Manet',
+      ];
+      const made: Record<string, string> = {};
+      for (const name of names)
+        made[name] = (await call(t.app, 'POST', '/api/endusers', h, { origin: 'manual', name })).json()._id;
+      const q = async (text: string) =>
+        idsOf(await call(t.app, 'GET', `/api/endusers?q=${encodeURIComponent(text)}`, h)).sort();
+      const idsFor = (...list: string[]) => list.map((n) => made[n]).sort();
+      expect(await q('émile')).toEqual(idsFor('ÉMILE Zola', 'émile Du Châtelet'));
+      expect(await q('ÉMILE ')).toEqual(idsFor('ÉMILE Zola', 'émile Du Châtelet'));
+      expect(await q('émile z')).toEqual(idsFor('ÉMILE Zola'));
+      expect(await q('ørs')).toEqual(idsFor('ØRSTED Hans'));
+      expect(await q('σωκ')).toEqual(idsFor('ΣΩΚΡΆΤΗΣ'));
+      expect(await q('ΣΩΚΡΆ')).toEqual(idsFor('ΣΩΚΡΆΤΗΣ'));
+      expect(await q('zoe')).toEqual(idsFor('Ｚｏｅ Wide'));
+      expect(await q('Ｚｏ')).toEqual(idsFor('Ｚｏｅ Wide'));
+      // Composed and decomposed spellings of é find each other.
+      expect(await q('édou')).toEqual(idsFor('E\u0301douard Manet'));
+      expect(await q('e\u0301mile')).toEqual(idsFor('ÉMILE Zola', 'émile Du Châtelet'));
+      expect(await q('emile')).toEqual([]);
+      expect(await q('zola')).toEqual([]);
+    });
+
+    it('q answers the same whether few or more than 10,000 records match (two plans on SQLite)', async () => {
+      const tenant = await makeTenant(t.ctx);
+      const h = tenant.orgKey.auth;
+      for (let b = 0; b < 11; b++) {
+        const endUsers = Array.from({ length: 1000 }, (_, i) => ({
+          name: `Broad ${b * 1000 + i}`,
+          ...(i % 250 === 0 ? { tags: ['broad-tagged'] } : {}),
+        }));
+        const res = await call(t.app, 'POST', '/api/endusers/batch', h, { origin: 'imported', endUsers });
+        expect(res.json().created).toBe(1000);
+      }
+      await call(t.app, 'POST', '/api/endusers', h, { origin: 'manual', name: 'Other newest' });
+      const names = async (query: string) =>
+        (await call(t.app, 'GET', `/api/endusers?${query}`, h)).json() as {
+          data: { name: string }[];
+          nextCursor: string | null;
+        };
+      const broad = await names('q=BROAD&limit=3');
+      expect(broad.data.map((u) => u.name)).toEqual(['Broad 10999', 'Broad 10998', 'Broad 10997']);
+      const next = await names(`q=broad&limit=2&cursor=${broad.nextCursor}`);
+      expect(next.data.map((u) => u.name)).toEqual(['Broad 10996', 'Broad 10995']);
+      expect((await names('q=broad&tag=broad-tagged&limit=200')).data).toHaveLength(44);
+      // Narrow: a few matches, through the prefix indexes.
+      expect((await names('q=broad%2010099')).data.map((u) => u.name)).toEqual(['Broad 10099']);
+      expect((await names('q=broad%201099&limit=200')).data.map((u) => u.name)).toEqual([
+        ...Array.from({ length: 10 }, (_, i) => `Broad 1099${9 - i}`),
+        'Broad 1099',
+      ]);
+      expect((await names('q=other')).data.map((u) => u.name)).toEqual(['Other newest']);
+    });
+
+    it('q reads digits as a national number of the default country too; phone= and q= agree', async () => {
+      const gb = await makeOrg(t.ctx, 'paid', 'GB');
+      const h = (await makeKey(t.ctx, gb.id)).auth;
+      const mobile = (
+        await call(t.app, 'POST', '/api/endusers', h, { origin: 'manual', phone: '07400 123456' })
+      ).json();
+      const london = (
+        await call(t.app, 'POST', '/api/endusers', h, { origin: 'manual', phone: '+44 20 7946 0958' })
+      ).json();
+      const us = (await call(t.app, 'POST', '/api/endusers', h, { origin: 'manual', phone: '+1 415 555 2671' })).json();
+      const q = async (text: string) =>
+        idsOf(await call(t.app, 'GET', `/api/endusers?q=${encodeURIComponent(text)}`, h)).sort();
+      expect(idsOf(await call(t.app, 'GET', '/api/endusers?phone=07400123456', h))).toEqual([mobile._id]);
+      expect(await q('07400')).toEqual([mobile._id]);
+      expect(await q('07400 123')).toEqual([mobile._id]);
+      expect(await q('(020) 7946')).toEqual([london._id]);
+      expect(await q('+447400')).toEqual([mobile._id]);
+      expect(await q('447400')).toEqual([mobile._id]);
+      expect(await q('+44')).toEqual([mobile._id, london._id].sort());
+      expect(await q('1415')).toEqual([us._id]);
+      expect(await q('07500')).toEqual([]);
+      // Without a default country, 07400 is not a number anywhere.
+      const none = await makeTenant(t.ctx);
+      await call(t.app, 'POST', '/api/endusers', none.orgKey.auth, { origin: 'manual', phone: '+447400123456' });
+      expect(idsOf(await call(t.app, 'GET', '/api/endusers?q=07400', none.orgKey.auth))).toEqual([]);
+      expect(idsOf(await call(t.app, 'GET', '/api/endusers?q=447400', none.orgKey.auth))).toHaveLength(1);
+    });
+
     it('a walk stays exact while records are inserted concurrently', async () => {
       const tenant = await makeTenant(t.ctx);
       const h = tenant.orgKey.auth;
@@ -643,9 +1252,25 @@ describe.each(DIALECTS)('end users (%s)', (dialect) => {
       await recordInboundEndUser(t.ctx.db, t.ctx.clock, { orgId: org.id, phone: p, at: 5000 });
       expect((await call(t.app, 'GET', `/api/endusers/${id}`, key.auth)).json().lastSeenAt).toBe(5000);
     });
+
+    it('a profile name with no visible character is no name; a name it fills is found by q', async () => {
+      const org = await makeOrg(t.ctx);
+      const key = await makeKey(t.ctx, org.id);
+      const p = phone();
+      const first = await recordInboundEndUser(t.ctx.db, t.ctx.clock, {
+        orgId: org.id,
+        phone: p,
+        name: '\u200b ',
+        at: 1,
+      });
+      expect((await call(t.app, 'GET', `/api/endusers/${first.id}`, key.auth)).json().name).toBeNull();
+      await recordInboundEndUser(t.ctx.db, t.ctx.clock, { orgId: org.id, phone: p, name: ' Ödön\u0000 ', at: 2 });
+      expect((await call(t.app, 'GET', `/api/endusers/${first.id}`, key.auth)).json().name).toBe('Ödön');
+      expect(idsOf(await call(t.app, 'GET', '/api/endusers?q=%C3%B6d', key.auth))).toEqual([first.id]);
+    });
   });
 
-  it('the OpenAPI document describes every end-user route with its errors', async () => {
+  it('the OpenAPI document describes every end-user route with its errors, 405 with Allow and INVALID_URL', async () => {
     const ops = listOperations(t.app).filter((op) => op.path.startsWith('/api/endusers'));
     expect(ops.map((op) => `${op.method} ${op.path}`).sort()).toEqual([
       'DELETE /api/endusers/{endUserId}',
@@ -655,9 +1280,138 @@ describe.each(DIALECTS)('end users (%s)', (dialect) => {
       'POST /api/endusers',
       'POST /api/endusers/batch',
     ]);
+    const allow: Record<string, string> = {
+      '/api/endusers': 'GET, HEAD, POST',
+      '/api/endusers/batch': 'POST',
+      '/api/endusers/{endUserId}': 'GET, HEAD, PATCH, DELETE',
+    };
+    const doc = openApiDocument(t.app);
     for (const op of ops) {
+      const name = `${op.method} ${op.path}`;
       expect(op.secured).toBe(true);
-      expect(op.statuses).toEqual(expect.arrayContaining(['400', '401', '403']));
+      expect(op.statuses).toEqual(expect.arrayContaining(['400', '401', '403', '405', '500', '503']));
+      const responses = doc.paths[op.path]?.[op.method.toLowerCase()]?.responses ?? {};
+      const r405 = responses['405'] as { description?: string; headers?: Record<string, { schema?: unknown }> };
+      expect(r405.description, name).toMatch(/METHOD_NOT_ALLOWED/);
+      expect(r405.headers?.Allow?.schema, name).toEqual({ type: 'string', enum: [allow[op.path]] });
+      if (op.path.includes('{endUserId}')) {
+        expect(responses['400']?.description, name).toMatch(/INVALID_URL.*\/api\/endusers\/a\/b/);
+        expect(responses['404']?.description, name).toMatch(/NOT_FOUND/);
+      }
     }
+    const batch = doc.paths['/api/endusers/batch']?.post;
+    expect(JSON.stringify(batch)).toContain(String(t.ctx.config.bodyLimit));
+    expect(batch?.responses?.['413']?.description).toMatch(/smaller batches|fewer items/);
+  });
+});
+
+describe.each(DIALECTS)('end-user search key migration (%s)', (dialect) => {
+  it('backfills the search key of records stored before it, so q finds them', async () => {
+    const t = await createTestApp(dialect);
+    try {
+      const schema =
+        dialect === 'postgres'
+          ? ((await sql<{ schema: string }>`select current_schema() as schema`.execute(t.ctx.db)).rows[0]?.schema ??
+            undefined)
+          : undefined;
+      const migrator = new Migrator({
+        db: t.ctx.db,
+        provider: migrationProvider,
+        ...(schema ? { migrationTableSchema: schema } : {}),
+      });
+      const down = await migrator.migrateTo('0006-webhook-dead-letters');
+      expect(down.error).toBeUndefined();
+      expect(down.results?.map((r) => [r.migrationName, r.direction])).toEqual([['0007-end-user-search', 'Down']]);
+
+      const tenant = await makeTenant(t.ctx);
+      const names = ['ÉMILE Zola', 'Ada', null];
+      for (const [i, name] of names.entries()) {
+        await sql`INSERT INTO end_users (id, org_id, name, email, phone, tags, origin, channel_identifiers, consent, created_at, last_seen_at, updated_at)
+          VALUES (${`eu_backfill${String(i).padStart(11, '0')}`}, ${tenant.org.id}, ${name}, ${`old${i}@example.com`}, null, '[]', 'imported', '{}', '{}', ${1000 + i}, null, ${1000 + i})`.execute(
+          t.ctx.db,
+        );
+      }
+      const up = await migrator.migrateToLatest();
+      expect(up.error).toBeUndefined();
+      const stored = await t.ctx.db
+        .selectFrom('end_users')
+        .select(['name', 'name_search'])
+        .where('org_id', '=', tenant.org.id)
+        .orderBy('created_at')
+        .execute();
+      expect(stored).toEqual([
+        { name: 'ÉMILE Zola', name_search: 'émile zola' },
+        { name: 'Ada', name_search: 'ada' },
+        { name: null, name_search: null },
+      ]);
+      const found = await t.app.inject({ method: 'GET', url: '/api/endusers?q=%C3%A9mi', headers: tenant.orgKey.auth });
+      expect(found.json().data.map((u: { name: string }) => u.name)).toEqual(['ÉMILE Zola']);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+/**
+ * Behaviours of the whole HTTP layer (src/http, not this feature's code), as end-user routes show
+ * them: NUL characters, malformed percent-encoding, over-long path segments, empty JSON bodies.
+ */
+describe.each(DIALECTS)('global HTTP behaviours on the end-user routes (%s)', (dialect) => {
+  let t: TestApp;
+  let auth: Headers;
+  beforeAll(async () => {
+    t = await createTestApp(dialect);
+    auth = (await makeTenant(t.ctx)).orgKey.auth;
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('a NUL in a body string or a query value is 400 INVALID_BODY naming it; in a path parameter 404', async () => {
+    for (const [url, payload, field] of [
+      ['/api/endusers', '{"origin":"manual","name":"a\\u0000b"}', 'name'],
+      ['/api/endusers/batch', '{"origin":"manual","endUsers":[{"name":"a\\u0000"}]}', 'endUsers.0.name'],
+    ] as const) {
+      const res = await send(t.app, {
+        method: 'POST',
+        url,
+        headers: { ...auth, 'content-type': 'application/json' },
+        payload,
+      });
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json()).toEqual({ error: expect.any(String), code: 'INVALID_BODY', field });
+    }
+    const query = await call(t.app, 'GET', '/api/endusers?q=a%00b', auth);
+    expect(query.statusCode).toBe(400);
+    expect(query.json()).toEqual({ error: expect.any(String), code: 'INVALID_BODY', field: 'q' });
+    const path = await call(t.app, 'GET', '/api/endusers/eu_a%00b', auth);
+    expect(path.statusCode).toBe(404);
+    expect(path.json()).toEqual({ error: expect.any(String), code: 'NOT_FOUND' });
+  });
+
+  it('a by-ID path: bad percent-encoding is 400 INVALID_URL, an ID merely long is 404 NOT_FOUND', async () => {
+    const bad = await call(t.app, 'GET', '/api/endusers/%E0%A4%A', auth);
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toEqual({ error: expect.any(String), code: 'INVALID_URL' });
+    for (const length of [65, 101, 1000, 5000]) {
+      const res = await call(t.app, 'GET', `/api/endusers/${'e'.repeat(length)}`, auth);
+      expect(res.statusCode, String(length)).toBe(404);
+      expect(res.json()).toEqual({ error: expect.any(String), code: 'NOT_FOUND' });
+    }
+  });
+
+  it('an empty body with Content-Type: application/json on GET and DELETE is no body', async () => {
+    const created = await call(t.app, 'POST', '/api/endusers', auth, { origin: 'manual', name: 'Empty body' });
+    const id = created.json()._id;
+    for (const method of ['GET', 'DELETE'] as const) {
+      const res = await send(t.app, {
+        method,
+        url: `/api/endusers/${id}`,
+        headers: { ...auth, 'content-type': 'application/json' },
+        payload: '',
+      });
+      expect(res.statusCode, method).toBe(200);
+    }
+    expect((await call(t.app, 'GET', `/api/endusers/${id}`, auth)).statusCode).toBe(404);
   });
 });

@@ -3,6 +3,8 @@ export interface EndUserTable {
   id: string;
   org_id: string;
   name: string | null;
+  /** searchKey(name): what `q` matches names against (null when name is). Never shown. */
+  name_search: string | null;
   email: string | null;
   phone: string | null;
   /** JSON array of strings; end_user_tags mirrors it for filtering. */

@@ -307,3 +307,141 @@ export function contractViolation(
     return err instanceof Error ? err.message : String(err);
   }
 }
+
+interface OpenApiHeader {
+  description?: string;
+  schema?: JsonObject;
+}
+
+/** Throws unless each header the documented response declares is present and matches its schema. */
+function checkDocumentedHeaders(c: Compiled, label: string, response: OpenApiResponse, res: ContractResponse): void {
+  const documented = (response as { headers?: Record<string, OpenApiHeader> }).headers ?? {};
+  for (const [name, header] of Object.entries(documented)) {
+    const value = res.headers?.[name.toLowerCase()];
+    if (value === undefined) throw new Error(`${label}: the documented header ${name} is missing.`);
+    if (!header.schema) continue;
+    const key = `header ${JSON.stringify(header.schema)}`;
+    let validate = c.validators.get(key);
+    if (!validate) {
+      validate = c.ajv.compile(toJsonSchema(header.schema) as JsonObject);
+      c.validators.set(key, validate);
+    }
+    if (!validate(value)) {
+      throw new Error(
+        `${label}: header ${name}: ${JSON.stringify(value)} does not match ${JSON.stringify(header.schema)}.`,
+      );
+    }
+  }
+}
+
+/** A coded error body's `code` must be named in the documented response's description. */
+function checkCodeDocumented(label: string, response: OpenApiResponse, res: ContractResponse): void {
+  let body: unknown;
+  try {
+    body = res.json();
+  } catch {
+    return;
+  }
+  if (typeof body !== 'object' || body === null || !('code' in body)) return;
+  const code = (body as { code: unknown }).code;
+  if (typeof code === 'string' && !(response.description ?? '').includes(code)) {
+    throw new Error(`${label}: the code ${code} is not named in the documented response: "${response.description}".`);
+  }
+}
+
+/** Status, body schema, documented headers and (coded errors) the code, against one operation. */
+function checkAgainst(app: FastifyInstance, op: DocumentedOperation, res: ContractResponse): void {
+  const label = `${op.method} ${op.path} → ${res.statusCode}`;
+  const found = responseFor(op, res.statusCode);
+  if (!found) {
+    throw new Error(
+      `${label}: status ${res.statusCode} is not documented (documented: ${op.statuses.join(', ') || 'none'}).\n  body: ${preview(res.body)}`,
+    );
+  }
+  expectMatchesContract(app, op.method, op.path, res);
+  checkDocumentedHeaders(compiled(app), label, found.response, res);
+  checkCodeDocumented(label, found.response, res);
+}
+
+/** Like templateMatches, but a parameter may be empty (`/api/endusers/` against `/api/endusers/{endUserId}`). */
+function templateMatchesLoosely(template: string, url: string): boolean {
+  const pattern = template
+    .split(/(\{[^}]+\})/)
+    .map((part) => (part.startsWith('{') ? '[^/]*' : part.replace(/[.*+?^$()|[\]\\]/g, '\\$&')))
+    .join('');
+  return new RegExp(`^${pattern}$`).test(url);
+}
+
+/**
+ * Checks any response against the app's OpenAPI document, including answers for which the
+ * document has no operation of that method and path, so that no status goes unchecked. The URL is
+ * matched to the most specific documented path (static segments over parameters, as a router
+ * does); then:
+ *  - an operation of this method on that path: status, body schema, the documented response
+ *    headers, and a coded error's `code` named in the response description;
+ *  - HEAD: what GET documents there, with an empty body;
+ *  - no operation of this method (a 405, say): the same checks against some operation of that path
+ *    (e.g. its documented 405 with the Allow header);
+ *  - no documented path matches (`/a/{id}/more`, or an empty parameter `/a/`): the same checks
+ *    against some operation of the nearest documented path.
+ */
+export function expectDocumentedResponse(
+  app: FastifyInstance,
+  method: string,
+  url: string,
+  res: ContractResponse,
+): void {
+  const m = method.toUpperCase();
+  const head = m === 'HEAD';
+  const path = url.split('?')[0] ?? url;
+  const ops = listOperations(app);
+  if (head && res.body.length > 0) throw new Error(`HEAD ${path} → ${res.statusCode}: a HEAD answer has a body.`);
+  const params = (template: string) => (template.match(/\{/g) ?? []).length;
+  const best = [...new Set(ops.filter((op) => templateMatches(op.path, path)).map((op) => op.path))].sort(
+    (a, b) => params(a) - params(b),
+  )[0];
+  let candidates: DocumentedOperation[] = [];
+  if (best !== undefined) {
+    const onPath = ops.filter((op) => op.path === best);
+    const own = onPath.find((op) => op.method === (head ? 'GET' : m));
+    candidates = own ? [own] : onPath;
+  } else {
+    const segments = path.split('/');
+    for (let n = segments.length; n > 1 && candidates.length === 0; n--) {
+      const prefix = segments.slice(0, n).join('/');
+      candidates = ops.filter((op) => templateMatchesLoosely(op.path, prefix));
+    }
+  }
+  if (candidates.length === 0) throw new Error(`${m} ${path}: no documented path covers it.`);
+  const errors: string[] = [];
+  for (const op of candidates) {
+    try {
+      if (head) {
+        const found = responseFor(op, res.statusCode);
+        if (!found) throw new Error(`HEAD ${op.path} → ${res.statusCode}: not documented for ${op.method}.`);
+        checkDocumentedHeaders(compiled(app), `HEAD ${op.path} → ${res.statusCode}`, found.response, res);
+      } else {
+        checkAgainst(app, op, res);
+      }
+      return;
+    } catch (err) {
+      errors.push(err instanceof Error ? err.message : String(err));
+    }
+  }
+  throw new Error(`${m} ${path} → ${res.statusCode} matches no documented answer:\n${errors.join('\n')}`);
+}
+
+/** Non-throwing form of expectDocumentedResponse: the error message, or null. */
+export function documentedResponseViolation(
+  app: FastifyInstance,
+  method: string,
+  url: string,
+  res: ContractResponse,
+): string | null {
+  try {
+    expectDocumentedResponse(app, method, url, res);
+    return null;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}

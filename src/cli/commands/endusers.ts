@@ -1,5 +1,15 @@
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, statSync, type WriteStream } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  createReadStream,
+  createWriteStream,
+  openSync,
+  readSync,
+  statSync,
+  unlinkSync,
+  type WriteStream,
+} from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import type { Command } from 'commander';
 import { isOrigin, ORIGINS } from '../../end-users/end-user.model.js';
@@ -8,7 +18,7 @@ import { createEndUsers } from '../../end-users/end-user.service.js';
 import { getOrganization } from '../../orgs/org.service.js';
 import { type DbFlags, withAdmin } from '../admin.js';
 import { print, printJson } from '../output.js';
-import { action, dbOptions, fail } from '../run.js';
+import { action, CliError, dbOptions, fail } from '../run.js';
 
 /** Columns the import reads; others are ignored. Tags are separated by `;` or `|`. */
 const COLUMNS = ['name', 'email', 'phone', 'tags'] as const;
@@ -20,6 +30,9 @@ interface ImportFlags extends DbFlags {
   origin: string;
   rejects?: string;
 }
+
+/** A record longer than this is an error (most often an unclosed quote swallowing the rest of the file). */
+const MAX_RECORD = 1024 * 1024;
 
 const csvCell = (value: string) => (/[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value);
 const csvLine = (cells: readonly string[]) => `${cells.map(csvCell).join(',')}\n`;
@@ -39,6 +52,93 @@ function toItem(row: Row): Record<string, unknown> {
   return item;
 }
 
+const reasonOf = (err: unknown) => {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT') return 'no such file or directory';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EISDIR') return 'it is a directory';
+  if (code === 'ENOTDIR') return 'a part of the path is not a directory';
+  return err instanceof Error ? err.message : String(err);
+};
+
+/** FILE must be a regular file this process can read. */
+function checkInput(file: string): number {
+  let size: number;
+  try {
+    const stat = statSync(file);
+    if (!stat.isFile()) fail(`cannot read ${file}: it is not a regular file`);
+    size = stat.size;
+    closeSync(openSync(file, constants.O_RDONLY));
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    fail(`cannot read ${file}: ${reasonOf(err)}`);
+  }
+  return size;
+}
+
+/**
+ * The rejects file must be creatable before anything is imported, without touching what is there:
+ * an existing file is opened for appending (not truncated), a new one is created and removed again.
+ */
+function checkRejectsPath(path: string): void {
+  try {
+    let exists = false;
+    try {
+      const stat = statSync(path);
+      if (!stat.isFile()) fail(`cannot write the rejects file ${path}: it is not a regular file`);
+      exists = true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    if (exists) {
+      closeSync(openSync(path, 'a'));
+    } else {
+      closeSync(openSync(path, 'wx'));
+      unlinkSync(path);
+    }
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    fail(`cannot write the rejects file ${path}: ${reasonOf(err)}`);
+  }
+}
+
+const lineBreaks = (text: string) => text.match(/\r\n|\r|\n/g)?.length ?? 0;
+
+/** Line breaks before the first non-blank character: blank lines the parser skipped. */
+function leadingBlankLines(text: string): number {
+  const at = text.search(/[^\s]/);
+  return lineBreaks(at === -1 ? text : text.slice(0, at));
+}
+
+/**
+ * The first line of the record the parser could not read: the line after the last record read
+ * (`line`), past any blank lines, found by reading the file from where that record ended.
+ */
+function lineOfFailedRecord(file: string, offset: number, line: number): number {
+  const fd = openSync(file, 'r');
+  try {
+    const buffer = Buffer.alloc(64 * 1024);
+    const read = readSync(fd, buffer, 0, buffer.length, offset);
+    return (
+      line +
+      leadingBlankLines(
+        buffer
+          .subarray(0, read)
+          .toString('utf8')
+          .replace(/^\uFEFF/, ''),
+      )
+    );
+  } finally {
+    closeSync(fd);
+  }
+}
+
+interface ParsedRecord {
+  record: string[];
+  raw: string;
+  info: { bytes: number };
+}
+
 export function registerEndUserCommands(program: Command): void {
   const endusers = program.command('endusers').description('end-user records');
   dbOptions(
@@ -54,17 +154,15 @@ export function registerEndUserCommands(program: Command): void {
       action(async (file: string, flags: ImportFlags) => {
         if (!isOrigin(flags.origin)) fail(`--origin must be one of ${ORIGINS.join(', ')}, got "${flags.origin}"`);
         const origin = flags.origin;
-        let size: number;
-        try {
-          size = statSync(file).size;
-        } catch {
-          fail(`cannot read ${file}`);
-        }
+        // Both checked before anything is imported: a run that cannot read its input or write its
+        // rejects must not stop half-way with some batches committed.
+        const size = checkInput(file);
         const rejectsPath = flags.rejects ?? join(dirname(file), `${basename(file, extname(file))}.rejects.csv`);
+        checkRejectsPath(rejectsPath);
 
         await withAdmin(flags, async ({ database, clock }) => {
           // Loaded here, not at start-up: `parley serve` never needs them.
-          const [{ default: cliProgress }, { parse }] = await Promise.all([
+          const [{ default: cliProgress }, { parse, CsvError }] = await Promise.all([
             import('cli-progress'),
             import('csv-parse'),
           ]);
@@ -79,17 +177,31 @@ export function registerEndUserCommands(program: Command): void {
             : undefined;
           bar?.start(Math.max(size, 1), 0, { rows: 0, created: 0, rejected: 0 });
 
+          // Records as arrays, the header included, each with its raw text: line numbers are
+          // counted here from the raw text (the parser's own count is the record's last line,
+          // and counts a CRLF inside quotes twice). Records are taken in on_record, as they are
+          // parsed, and the file is fed one chunk at a time: every record before a parse error is
+          // imported, and memory stays at one chunk's records.
+          const parsed: ParsedRecord[] = [];
+          let csvError: Error | undefined;
+          const parser = parse({
+            bom: true,
+            skip_empty_lines: true,
+            trim: true,
+            relax_column_count: true,
+            info: true,
+            raw: true,
+            max_record_size: MAX_RECORD,
+            on_record: (record) => {
+              parsed.push(record as unknown as ParsedRecord);
+              return null;
+            },
+          });
+          parser.on('error', (err) => {
+            csvError = err;
+          });
+          parser.resume();
           const input = createReadStream(file);
-          const parser = input.pipe(
-            parse({
-              bom: true,
-              columns: (header: string[]) => header.map((h) => h.trim().toLowerCase()),
-              skip_empty_lines: true,
-              trim: true,
-              relax_column_count: true,
-              info: true,
-            }),
-          );
 
           let rows = 0;
           let created = 0;
@@ -131,27 +243,79 @@ export function registerEndUserCommands(program: Command): void {
             }
           };
 
-          let headerChecked = false;
-          for await (const { record, info } of parser as AsyncIterable<{
-            record: Record<string, string>;
-            info: { lines: number };
-          }>) {
-            if (!headerChecked) {
-              headerChecked = true;
-              if (!COLUMNS.slice(0, 3).some((c) => c in record)) {
+          let columns: (Column | undefined)[] | undefined;
+          let line = 1; // where the next raw text starts
+          let afterRaw = '';
+          let bytes = 0; // where the last record read ends in the file
+          const take = async ({ record, raw, info }: ParsedRecord) => {
+            // A raw text that begins with the \n of a CRLF whose \r ended the previous one.
+            const text = afterRaw.endsWith('\r') && raw.startsWith('\n') ? raw.slice(1) : raw;
+            const start = line + leadingBlankLines(text);
+            line += lineBreaks(text);
+            afterRaw = raw;
+            bytes = info.bytes;
+            if (!columns) {
+              const names = record.map((h) => h.trim().toLowerCase());
+              columns = names.map((h, i) =>
+                (COLUMNS as readonly string[]).includes(h) && names.indexOf(h) === i ? (h as Column) : undefined,
+              );
+              if (!COLUMNS.slice(0, 3).some((c) => columns?.includes(c))) {
                 fail(`${file} has none of the columns name, email, phone in its header row`);
               }
+              return;
             }
             rows++;
             const row: Row = {};
-            for (const c of COLUMNS) if (record[c]) row[c] = record[c];
-            batch.push({ line: info.lines, row });
+            for (const [i, column] of columns.entries()) {
+              const value = record[i];
+              if (column && value) row[column] = value;
+            }
+            batch.push({ line: start, row });
             if (batch.length >= MAX_BATCH) await flush();
+          };
+          const takeParsed = async () => {
+            for (const record of parsed.splice(0)) await take(record);
+          };
+          const settled = () => new Promise((resolve) => setImmediate(resolve));
+
+          for await (const chunk of input) {
+            parser.write(chunk);
+            await settled();
+            await takeParsed();
+            if (csvError) break;
           }
+          if (!csvError) {
+            const ended = new Promise((resolve) => {
+              parser.once('finish', resolve);
+              parser.once('error', resolve);
+            });
+            parser.end();
+            await ended;
+            await takeParsed();
+          }
+          let parseError: { line: number; message: string } | undefined;
+          if (csvError) {
+            if (!(csvError instanceof CsvError)) throw csvError;
+            input.destroy();
+            rows++;
+            const at = lineOfFailedRecord(file, bytes, line);
+            parseError = { line: at, message: csvError.message.replace(/ at line \d+/, '') };
+          }
+          // What was read before a parse error is imported, as if the file ended there.
           await flush();
-          bar?.update(Math.max(size, 1), { rows, created, rejected });
+          if (parseError) {
+            rejected++;
+            await writeReject(
+              parseError.line,
+              {},
+              'INVALID_CSV',
+              '',
+              `The CSV record starting here cannot be read (${parseError.message}); the import stopped here.`,
+            );
+          }
+          if (!parseError) bar?.update(Math.max(size, 1), { rows, created, rejected });
           bar?.stop();
-          const endRejects = rejects;
+          const endRejects: WriteStream | undefined = rejects;
           if (endRejects) await new Promise<void>((resolve) => endRejects.end(resolve));
 
           const summary = {
@@ -163,11 +327,19 @@ export function registerEndUserCommands(program: Command): void {
             rejected,
             rejectsFile: rejected > 0 ? rejectsPath : null,
             ms: Date.now() - started,
+            ...(parseError ? { error: { line: parseError.line, message: parseError.message } } : {}),
           };
           if (flags.json) printJson(summary);
           else {
             print(`${rows} rows: ${created} created, ${rejected} rejected (${summary.ms} ms)`);
             if (rejected > 0) print(`rejected rows and reasons: ${rejectsPath}`);
+          }
+          if (parseError) {
+            fail(
+              `${file}: the CSV record starting at line ${parseError.line} cannot be read (${parseError.message}); ` +
+                `the import stopped there: ${created} of the ${rows - 1} rows before it were created, nothing ` +
+                `from line ${parseError.line} on was imported`,
+            );
           }
         });
       }),

@@ -5,6 +5,7 @@ import { messaging } from './0003-messaging.js';
 import { idempotency } from './0004-idempotency.js';
 import { webhookInbox } from './0005-webhook-inbox.js';
 import { webhookDeadLetters } from './0006-webhook-dead-letters.js';
+import { endUserSearch } from './0007-end-user-search.js';
 
 /**
  * Every migration, in order. Names sort lexically; add new ones at the end with the next number.
@@ -17,6 +18,7 @@ export const migrations: Record<string, Migration> = {
   '0004-idempotency': idempotency,
   '0005-webhook-inbox': webhookInbox,
   '0006-webhook-dead-letters': webhookDeadLetters,
+  '0007-end-user-search': endUserSearch,
 };
 
 export const migrationProvider: MigrationProvider = {
