@@ -213,7 +213,7 @@ function parseMessagingConfig(env: Env): MessagingConfig {
       ? validUrl('PARLEY_PROVIDER_BASE_URL', env.PARLEY_PROVIDER_BASE_URL)
       : undefined,
     providerApiVersion: version,
-    providerTimeoutMs: parsePositiveInt('PARLEY_PROVIDER_TIMEOUT_MS', env.PARLEY_PROVIDER_TIMEOUT_MS, 10_000),
+    providerTimeoutMs: parseTimeout(env.PARLEY_PROVIDER_TIMEOUT_MS),
     secretKey: env.PARLEY_SECRET_KEY || undefined,
     webhookAppSecret: env.PARLEY_WEBHOOK_APP_SECRET || undefined,
     webhookVerifyToken: env.PARLEY_WEBHOOK_VERIFY_TOKEN || undefined,
@@ -221,6 +221,19 @@ function parseMessagingConfig(env: Env): MessagingConfig {
     sandboxStatusDelayMs:
       delay === undefined || delay === '0' ? 0 : parsePositiveInt('PARLEY_SANDBOX_STATUS_DELAY_MS', delay, 0),
   });
+}
+
+/** Longest wait for the provider: a send in flight holds its Idempotency-Key claim that long. */
+export const MAX_PROVIDER_TIMEOUT_MS = 120_000;
+
+function parseTimeout(value: string | undefined): number {
+  const ms = parsePositiveInt('PARLEY_PROVIDER_TIMEOUT_MS', value, 10_000);
+  if (ms > MAX_PROVIDER_TIMEOUT_MS) {
+    throw new ConfigError(
+      `PARLEY_PROVIDER_TIMEOUT_MS must be at most ${MAX_PROVIDER_TIMEOUT_MS} (2 minutes), got "${value}"`,
+    );
+  }
+  return ms;
 }
 
 /** `[{"name":"shipping","language":"en_US","header":0,"body":1}]`; counts default to 0. */

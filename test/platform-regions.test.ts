@@ -113,6 +113,10 @@ describe('configuration', () => {
     expect(error(() => loadConfig({ region: 'eu' }, { ...env, DATABASE_URL_EU: 'x' }))).toMatch(
       /^DATABASE_URL_EU must/,
     );
+    expect(error(() => loadConfig({}, { ...env, PARLEY_PROVIDER_TIMEOUT_MS: '600000' }))).toBe(
+      'PARLEY_PROVIDER_TIMEOUT_MS must be at most 120000 (2 minutes), got "600000"',
+    );
+    expect(loadConfig({}, { ...env, PARLEY_PROVIDER_TIMEOUT_MS: '120000' }).messaging.providerTimeoutMs).toBe(120_000);
     // A data folder that is a file.
     expect(error(() => loadConfig({ data: '/etc/passwd' }, env))).toBe(
       'data folder "/etc/passwd" is not a folder (--data, PARLEY_DATA_DIR)',

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import type { Logger } from 'pino';
 import { channelRoutes } from '../channels/channel.routes.js';
 import { REGION_NAMES } from '../config.js';
 import type { AppContext } from '../context.js';
@@ -25,12 +26,15 @@ export interface BuildOptions {
   logRequests?: boolean;
 }
 
+/** The configured level; without request logging, at least `warn` (never chattier than configured). */
+function requestLogLevel(logger: Logger, options: BuildOptions): string {
+  if (options.logRequests !== false) return logger.level;
+  return logger.levelVal >= (logger.levels.values.warn ?? 40) ? logger.level : 'warn';
+}
+
 export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    loggerInstance: ctx.logger.child(
-      {},
-      { level: options.logRequests === false ? 'warn' : ctx.logger.level },
-    ) as FastifyBaseLogger,
+    loggerInstance: ctx.logger.child({}, { level: requestLogLevel(ctx.logger, options) }) as FastifyBaseLogger,
     bodyLimit: ctx.config.bodyLimit,
     trustProxy: false,
     // Fastify would echo any X-Request-Id verbatim; genReqId alone decides, so only a sane ID is kept.
