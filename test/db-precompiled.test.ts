@@ -63,8 +63,11 @@ describe.each(DIALECTS)('precompiled queries (%s)', (dialect) => {
     const rows = Array.from({ length: 50 }, (_, i) => ['num_group', `+1650555${String(i).padStart(4, '0')}`, i]);
     const duplicate = ['num_group', '+16505550007', 99]; // same primary key as row 7
     const results = await Promise.allSettled([...rows, duplicate].map((values) => insertWindow(t.ctx.db, values)));
-    expect(results.slice(0, 50).every((r) => r.status === 'fulfilled')).toBe(true);
-    expect(results[50]?.status).toBe('rejected');
+    const rejected = results.flatMap((r, i) => (r.status === 'rejected' ? [i] : []));
+    // SQLite runs the group in the order issued, so the later duplicate is the one refused; on
+    // PostgreSQL the pool's connections race, so either of the two may win.
+    if (dialect === 'sqlite') expect(rejected).toEqual([50]);
+    else expect([[7], [50]]).toContainEqual(rejected);
     const stored = await t.ctx.db
       .selectFrom('messaging_windows')
       .select(['user_phone', 'last_inbound_at'])
@@ -72,7 +75,7 @@ describe.each(DIALECTS)('precompiled queries (%s)', (dialect) => {
       .orderBy('user_phone')
       .execute();
     expect(stored).toHaveLength(50);
-    expect(stored.find((r) => r.user_phone === '+16505550007')?.last_inbound_at).toBe(7);
+    expect(stored.find((r) => r.user_phone === '+16505550007')?.last_inbound_at).toBe(rejected[0] === 50 ? 7 : 99);
   });
 
   it.runIf(dialect === 'sqlite')(
