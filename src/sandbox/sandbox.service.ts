@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
 import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/auth.js';
 import type { AppContext } from '../context.js';
+import type { DB } from '../db/schema.js';
 import { parseInternationalPhone } from '../numbers/phone.js';
 import { AppError } from '../shared/errors.js';
 import type { Sandbox } from './sandbox.js';
@@ -17,19 +19,19 @@ export interface SimulateInboundInput {
 
 const clip = (text: string, max = 40) => (text.length <= max ? text : `${text.slice(0, max)}...`);
 
-/** The agent's number, of the caller's organization only. */
-async function agentNumber(ctx: AppContext, orgId: string, agentId: string) {
-  return ctx.db
+/** An agent and its messaging number; with `orgId`, only an agent of that organization. */
+export async function findAgentNumber(db: Kysely<DB>, agentId: string, orgId?: string) {
+  let query = db
     .selectFrom('agents')
     .leftJoin('messaging_numbers', (join) =>
       join
         .onRef('messaging_numbers.id', '=', 'agents.number_id')
         .onRef('messaging_numbers.org_id', '=', 'agents.org_id'),
     )
-    .select(['agents.id', 'messaging_numbers.phone', 'messaging_numbers.phone_number_id'])
-    .where('agents.org_id', '=', orgId)
-    .where('agents.id', '=', agentId)
-    .executeTakeFirst();
+    .select(['agents.id', 'agents.org_id', 'messaging_numbers.phone', 'messaging_numbers.phone_number_id'])
+    .where('agents.id', '=', agentId);
+  if (orgId !== undefined) query = query.where('agents.org_id', '=', orgId);
+  return query.executeTakeFirst();
 }
 
 /**
@@ -56,7 +58,7 @@ export async function simulateInbound(
   const agentId = targetAgentId(principal, input.convId);
   if (agentId === undefined) throw new AppError('INVALID_BODY', "'convId' is required with an organization key.");
   assertAgentAllowed(principal, agentId);
-  const row = await agentNumber(ctx, principal.orgId, agentId);
+  const row = await findAgentNumber(ctx.db, agentId, principal.orgId);
   if (!row) throw new AppError('NOT_FOUND', `No agent with ID '${clip(agentId, 64)}' in this organization.`);
   if (!row.phone || !row.phone_number_id) {
     throw new AppError('INVALID_BODY', `Agent '${clip(agentId, 64)}' has no messaging number assigned.`);

@@ -10,6 +10,7 @@ import { SANDBOX_STATE_FILE } from '../../messaging/messaging.js';
 import { parseInternationalPhone } from '../../numbers/phone.js';
 import { webhookAppSecretOf } from '../../numbers/secret-box.js';
 import { startSandbox } from '../../sandbox/sandbox.js';
+import { findAgentNumber } from '../../sandbox/sandbox.service.js';
 import { readSandboxAddress } from '../../sandbox/sandbox-address.js';
 import { systemClock } from '../../shared/clock.js';
 import { type DbFlags, withAdmin } from '../admin.js';
@@ -92,16 +93,7 @@ export function registerSandboxCommands(program: Command): void {
           const parentData = (sandbox.opts() as { data?: string }).data;
           const adminFlags = { ...flags, ...(flags.data || !parentData ? {} : { data: parentData }) };
           await withAdmin(adminFlags, async ({ database, config, region }) => {
-            const row = await database.db
-              .selectFrom('agents')
-              .leftJoin('messaging_numbers', (join) =>
-                join
-                  .onRef('messaging_numbers.id', '=', 'agents.number_id')
-                  .onRef('messaging_numbers.org_id', '=', 'agents.org_id'),
-              )
-              .select(['agents.id', 'messaging_numbers.phone', 'messaging_numbers.phone_number_id'])
-              .where('agents.id', '=', flags.agent)
-              .executeTakeFirst();
+            const row = await findAgentNumber(database.db, flags.agent);
             if (!row) fail(`unknown agent "${flags.agent}"`);
             if (!row.phone || !row.phone_number_id) fail(`agent ${flags.agent} has no messaging number assigned`);
             const url = flags.sandboxUrl ?? readSandboxAddress(config.dataDir, region.region);
