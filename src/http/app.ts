@@ -65,8 +65,10 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   app.addHook('preClose', async () => {
     closing = true;
   });
-  // Before any route hook (so before authentication and before the body is read): an unknown route
-  // is a 404, and a request arriving while the server shuts down a 503, both in the route's envelope.
+  // The app's one hook before any route's own (so before authentication and before the body is
+  // read): a request arriving while the server shuts down is a 503, and a URL holding a NUL (`%00`)
+  // is refused from the URL alone, like a malformed path. (An unknown route needs no hook: the
+  // error handler turns whatever its body caused into the 404.)
   app.addHook('onRequest', (request, _reply, done) => {
     if (closing) {
       done(
@@ -74,14 +76,9 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
           headers: { 'retry-after': '1' },
         }),
       );
-    } else if (request.is404) {
-      done(new AppError('NOT_FOUND', 'No such route.'));
     } else {
-      done();
+      done(checkUrlForNul(request));
     }
-  });
-  app.addHook('preValidation', (request, _reply, done) => {
-    done(checkUrlForNul(request));
   });
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.headers(SECURITY_HEADERS);
