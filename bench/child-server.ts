@@ -1,6 +1,6 @@
 /** Helpers shared by the benchmarks: building, spawning servers, waiting for them. */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -129,8 +129,16 @@ export const log = (msg: string): void => {
 export const quantile = (sorted: number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0;
 
-/** How to run the CLI: the build (`--dist`, what `npm start` runs) or the sources through tsx. */
-export const entry = (dist: boolean): string[] => (dist ? [CLI] : ['--import', 'tsx', 'src/cli/main.ts']);
+/** Node flags of the `parley` command: those on the first line of cli/parley.js (`#!/usr/bin/env -S node ...`). */
+export const NODE_FLAGS: string[] = (readFileSync(`${ROOT}/cli/parley.js`, 'utf8').split('\n')[0] ?? '')
+  .replace(/^#!\S*env -S node/, '')
+  .trim()
+  .split(/\s+/)
+  .filter((flag) => flag.startsWith('--'));
+
+/** How to run the CLI: the build (`--dist`, as `npm start` runs it) or the sources through tsx. */
+export const entry = (dist: boolean): string[] =>
+  dist ? [...NODE_FLAGS, CLI] : [...NODE_FLAGS, '--import', 'tsx', 'src/cli/main.ts'];
 
 /** Environment of a benchmark's child: no database or Parley setting but those given; logs at warn. */
 export function benchEnv(env: Record<string, string>): NodeJS.ProcessEnv {

@@ -19,6 +19,7 @@ import {
   fmt,
   freePort,
   median,
+  NODE_FLAGS,
   serverEnv,
   startChild,
   stopChild,
@@ -70,7 +71,7 @@ async function main(): Promise<void> {
   const basePort = await freePort();
   const usesPg = Boolean(process.env.DATABASE_URL);
   const parley = startChild(
-    [CLI, 'serve', '--port', String(parleyPort)],
+    [...NODE_FLAGS, CLI, 'serve', '--port', String(parleyPort)],
     serverEnv({
       PARLEY_DATA_DIR: dataDir,
       LOG_LEVEL: opts['log-level'],

@@ -10,7 +10,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { build, CLI, fmt, freePort, median, serverEnv, startChild, stopChild, waitFor200 } from './child-server.js';
+import {
+  build,
+  CLI,
+  fmt,
+  freePort,
+  median,
+  NODE_FLAGS,
+  serverEnv,
+  startChild,
+  stopChild,
+  waitFor200,
+} from './child-server.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -27,7 +38,7 @@ async function startOnce(dataDir: string, schema: string): Promise<number> {
   const port = await freePort();
   const started = performance.now();
   const child = startChild(
-    [CLI, 'serve', '--port', String(port)],
+    [...NODE_FLAGS, CLI, 'serve', '--port', String(port)],
     serverEnv({ PARLEY_DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...(usesPg ? { PARLEY_PG_SCHEMA: schema } : {}) }),
   );
   try {
