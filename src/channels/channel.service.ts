@@ -11,6 +11,7 @@ import {
 } from '../messaging/message.repository.js';
 import type { ProviderResult, ProviderSend } from '../messaging/provider.js';
 import { parseInternationalPhone, windowKey } from '../numbers/phone.js';
+import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import {
@@ -40,9 +41,6 @@ export class SendOutcomeUnknown extends AppError {
 }
 
 const invalid = (message: string) => new AppError('INVALID_BODY', message);
-
-/** A caller's value echoed in a sentence: at most 40 characters of it. */
-export const clip = (text: string, max = 40) => (text.length <= max ? text : `${text.slice(0, max)}...`);
 
 /** Characters as the provider counts them: code points, not UTF-16 units. */
 const lengthOf = (text: string) => {

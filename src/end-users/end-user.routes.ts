@@ -4,8 +4,8 @@ import Ajv from 'ajv';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { BEARER, principalOf, requireKey } from '../http/auth.js';
-import { clip } from '../http/errors.js';
 import { installJsonParser } from '../http/json-body.js';
+import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
 import {
   ALLOW,
@@ -48,7 +48,10 @@ async function requireOrganizationKey(request: FastifyRequest): Promise<void> {
 const pathOf = (request: FastifyRequest) => request.url.split('?')[0] ?? request.url;
 
 function invalidUrl(request: FastifyRequest): AppError {
-  return new AppError('INVALID_URL', `The path ${clip(pathOf(request))} does not match /api/endusers/<endUserId>.`);
+  return new AppError(
+    'INVALID_URL',
+    `The path ${clip(pathOf(request), 200)} does not match /api/endusers/<endUserId>.`,
+  );
 }
 
 function methodNotAllowed(request: FastifyRequest, path: EndUserPath): AppError {

@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { clip } from '../shared/clip.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { SECURITY_HEADERS } from './security-headers.js';
 
@@ -181,12 +182,7 @@ export function installErrorHandlers(app: FastifyInstance, bodyLimit: number): v
 
 function notFound(request: FastifyRequest): AppError {
   const path = request.url.split('?')[0] ?? request.url;
-  return new AppError('NOT_FOUND', `No route ${request.method} ${clip(path)}.`);
-}
-
-/** At most `max` characters of a caller's text, for echoing it in a sentence. */
-export function clip(text: string, max = 200): string {
-  return text.length <= max ? text : `${text.slice(0, max)}...`;
+  return new AppError('NOT_FOUND', `No route ${request.method} ${clip(path, 200)}.`);
 }
 
 /**

@@ -4,6 +4,7 @@ import { type Agent, createAgent } from '../agents/agent.service.js';
 import type { DB } from '../db/schema.js';
 import type { MessagingNumberTable } from '../messaging/messaging.tables.js';
 import { getOrganization } from '../orgs/org.service.js';
+import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
@@ -62,12 +63,12 @@ function checkNewNumber(input: AddNumberInput): { phone: string; provider: Numbe
   if (!phone) {
     throw new AppError(
       'INVALID_BODY',
-      `"${clipText(input.phone)}" is not a phone number in international format (+E.164)`,
+      `"${clip(input.phone, 64)}" is not a phone number in international format (+E.164)`,
     );
   }
   const provider = input.provider ?? 'sandbox';
   if (provider !== 'sandbox' && provider !== 'cloud') {
-    throw new AppError('INVALID_BODY', `provider must be sandbox or cloud, got "${clipText(provider)}"`);
+    throw new AppError('INVALID_BODY', `provider must be sandbox or cloud, got "${clip(provider, 64)}"`);
   }
   if (provider === 'cloud') {
     if (!input.phoneNumberId || !/^\d{1,32}$/.test(input.phoneNumberId)) {
@@ -83,8 +84,6 @@ function checkNewNumber(input: AddNumberInput): { phone: string; provider: Numbe
   }
   return { phone, provider };
 }
-
-const clipText = (text: string, max = 64) => (text.length <= max ? text : `${text.slice(0, max)}...`);
 
 export async function addNumber(
   db: Kysely<DB>,
@@ -158,7 +157,7 @@ export async function createAgentWithNumber(
   if (!phone) {
     throw new AppError(
       'INVALID_BODY',
-      `"${clipText(input.phone)}" is not a phone number in international format (+E.164)`,
+      `"${clip(input.phone, 64)}" is not a phone number in international format (+E.164)`,
     );
   }
   return db.transaction().execute(async (trx) => {

@@ -4,6 +4,7 @@ import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/auth.
 import type { AppContext } from '../context.js';
 import type { DB } from '../db/schema.js';
 import { parseInternationalPhone } from '../numbers/phone.js';
+import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
 import type { Sandbox } from './sandbox.js';
 
@@ -16,8 +17,6 @@ export interface SimulateInboundInput {
   readonly text: string;
   readonly name?: string | undefined;
 }
-
-const clip = (text: string, max = 40) => (text.length <= max ? text : `${text.slice(0, max)}...`);
 
 /** An agent and its messaging number; with `orgId`, only an agent of that organization. */
 export async function findAgentNumber(db: Kysely<DB>, agentId: string, orgId?: string) {
