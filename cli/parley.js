@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=8
-// The flag caps V8's young generation at 8 MB a half: a request's garbage dies young, and the
-// default (up to 3 × 16 MB) mostly adds resident memory (bench/README.md). Benchmarks read the
+// The flag caps V8's semi-spaces at 8 MB (default: 16): a request's garbage dies young, and the
+// larger young generation mostly adds resident memory (bench/README.md). Benchmarks read the
 // flags from this line, so they run the server as `npm start` does.
 // Runs the compiled CLI of this repository (built by `npm install` through the prepare script).
 import { existsSync } from 'node:fs';
