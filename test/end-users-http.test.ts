@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { searchKey } from '../src/end-users/normalize.js';
 import { newId } from '../src/shared/ids.js';
 import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
+import { CLI_ENTRY } from './helpers/cli.js';
 import { expectDocumentedResponse, fromFetch } from './helpers/contract.js';
 import { makeOrg, makeTenant } from './helpers/factories.js';
 
@@ -28,7 +29,7 @@ function parley(
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const base = cleanEnv();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    const child = spawn(process.execPath, [...CLI_ENTRY, ...args], {
       cwd: ROOT,
       env: { ...base, NODE_NO_WARNINGS: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -486,17 +487,7 @@ describe.each(DIALECTS)('end users over real HTTP and the CLI (%s)', (dialect) =
       const lines = ['name,email'];
       for (let i = 0; i < 3000; i++) lines.push(`Tty ${i},tty${i}@example.com`);
       writeFileSync(file, `${lines.join('\n')}\n`);
-      const command = [
-        process.execPath,
-        '--import',
-        'tsx',
-        'src/cli/main.ts',
-        'endusers',
-        'import',
-        file,
-        '--org',
-        org.id,
-      ]
+      const command = [process.execPath, ...CLI_ENTRY, 'endusers', 'import', file, '--org', org.id]
         .map((a) => `'${a}'`)
         .join(' ');
       const run = await new Promise<{ code: number | null; out: string }>((resolve, reject) => {

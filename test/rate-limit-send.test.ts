@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBase62 } from '../src/shared/ids.js';
 import { DIALECTS, REDIS_URL } from './helpers/app.js';
+import { CLI_ENTRY } from './helpers/cli.js';
 import { makeKey } from './helpers/factories.js';
 import {
   createMessagingApp,
@@ -104,7 +105,7 @@ async function startServe(env: Record<string, string>): Promise<Child> {
     if (v !== undefined && !k.startsWith('PARLEY_') && !k.startsWith('DATABASE_URL') && k !== 'REDIS_URL') base[k] = v;
   }
   const child: Child = {
-    process: spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--port', String(port)], {
+    process: spawn(process.execPath, [...CLI_ENTRY, 'serve', '--port', String(port)], {
       cwd: process.cwd(),
       env: { ...base, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

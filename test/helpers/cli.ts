@@ -3,7 +3,8 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const MAIN = 'src/cli/main.ts';
+/** How tests run the `parley` command: the build, which test/global-setup.ts makes before the suite. */
+export const CLI_ENTRY: readonly string[] = ['dist/cli/main.js'];
 
 export interface CliResult {
   code: number | null;
@@ -22,10 +23,10 @@ export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, NODE_NO_WARNINGS: '1', ...env };
 }
 
-/** Runs the real `parley` command (from source, through tsx) and collects its output. */
+/** Runs the real `parley` command (the build) and collects its output. */
 export function runCli(args: readonly string[], env: Record<string, string>, timeoutMs = 30_000): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    const child = spawn(process.execPath, [...CLI_ENTRY, ...args], {
       cwd: ROOT,
       env: childEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -105,7 +106,7 @@ export interface ServeProcess {
 export function startServe(args: readonly string[], env: Record<string, string>, timeoutMs = 30_000) {
   return new Promise<ServeProcess & { ready: { regions: { region: string; url: string; baseUrl: string }[] } }>(
     (resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', '--json', ...args], {
+      const child = spawn(process.execPath, [...CLI_ENTRY, 'serve', '--json', ...args], {
         cwd: ROOT,
         env: childEnv({ LOG_LEVEL: 'warn', ...env }),
         stdio: ['ignore', 'pipe', 'pipe'],
