@@ -401,9 +401,11 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
 
       // `demo --region eu` prints curl lines for the running eu server, which answer 200.
       const demo = await runCli(['demo', '--region', 'eu', '--json'], regionEnv);
-      const shown = demo.json<{ baseUrl: string; keys: { organization: string }; curl: string[] }>();
+      const shown = demo.json<{ baseUrl: string; keys: { organization: string }; curl: string[]; notes: string[] }>();
       expect(shown.baseUrl).toBe(`http://127.0.0.1:${first + 1}`);
       expect(shown.curl[1]).toContain(`http://127.0.0.1:${first + 1}/api/endusers`);
+      expect(shown.notes.join('\n')).toContain(`http://127.0.0.1:${first + 1}/api/channels/send`);
+      expect(`${shown.curl.join('\n')}\n${shown.notes.join('\n')}`).not.toContain('127.0.0.1:3000');
       const demoCall = await fetch(`${shown.baseUrl}/api/endusers`, {
         headers: { authorization: `Bearer ${shown.keys.organization}` },
       });

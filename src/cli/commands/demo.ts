@@ -17,6 +17,8 @@ export interface DemoData {
   agents: { id: string; name: string }[];
   campaignId: string;
   keys: { organization: string; agent: string; campaign: string };
+  /** Where the curl lines point: the running server of the region, else its configured address. */
+  baseUrl: string;
   notes: string[];
 }
 
@@ -59,12 +61,13 @@ export function registerDemoCommand(program: Command): void {
           ],
           campaignId: campaign.id,
           keys: { organization: orgKey.key, agent: agentKey.key, campaign: campaignKey.key },
+          // The running server's address when one runs on this data folder (its real port), else the configured one.
+          baseUrl: readAddress(admin.config.dataDir, 'server', region.region) ?? region.baseUrl,
           notes: [],
         };
         for (const step of demoSteps) await step(admin, demo);
 
-        // The running server's address when one runs on this data folder (its real port), else the configured one.
-        const base = readAddress(admin.config.dataDir, 'server', region.region) ?? region.baseUrl;
+        const base = demo.baseUrl;
         const curl = [
           `curl -s ${base}/api/health`,
           `curl -s -H "Authorization: Bearer ${orgKey.key}" ${base}/api/endusers`,
@@ -75,7 +78,7 @@ export function registerDemoCommand(program: Command): void {
             `${base}/api/channels/send`,
         ];
         if (flags.json) {
-          printJson({ ...demo, region: region.region, baseUrl: base, curl });
+          printJson({ ...demo, region: region.region, curl });
           return;
         }
         print(`Demo organization ${org.id} (paid plan, region ${region.region})`);

@@ -88,7 +88,7 @@ const demoNumbers: DemoStep = async (admin, demo) => {
     }
     if (number) demo.notes.push(`  agent ${agent.name} sends from sandbox number ${number.phone}`);
   }
-  const base = admin.region.baseUrl;
+  const base = demo.baseUrl;
   demo.notes.push(
     '\nSimulate a user writing in (opens the 24-hour window for free text):',
     `  npx parley sandbox inbound --agent ${demo.agents[0]?.id ?? 'AGENT'} --from +14155550100 --text "Hi"`,
