@@ -13,6 +13,7 @@ import {
   makeSendingTenant,
   postWebhook,
   randomPhone,
+  sandboxInbound,
   startFakeProvider,
   statusPayload,
   templateSend,
@@ -311,16 +312,7 @@ describe.each(DIALECTS)('POST /api/channels/send (%s)', (dialect) => {
     const before = t.sandbox.received.length;
     // 4,096 characters of emoji are 8,192 UTF-16 units: allowed, as the provider counts characters.
     await openWindow(t.ctx.db, tenant.number.id, user, t.ctx.clock.now());
-    expect(
-      (
-        await t.app.inject({
-          method: 'POST',
-          url: '/api/sandbox/inbound',
-          headers: tenant.agentKey.auth,
-          payload: { from: user, text: 'hi' },
-        })
-      ).statusCode,
-    ).toBe(200);
+    expect((await sandboxInbound(t, tenant.agentKey.auth, user)).statusCode).toBe(200);
     const emoji = await send(textSend(undefined, user, '👋'.repeat(4096)));
     expect(emoji.statusCode).toBe(200);
     expectError(

@@ -7,10 +7,12 @@ import { makeAgent, makeKey } from './helpers/factories.js';
 import {
   createMessagingApp,
   dropTestData,
+  endUsersWithPhone,
   failWrites,
   type MessagingTestApp,
   makeSendingTenant,
   randomPhone,
+  sandboxInbound,
   textSend,
 } from './helpers/messaging.js';
 
@@ -169,14 +171,7 @@ describe.each(DIALECTS)('the 24-hour window and the sandbox inbound helper (%s)'
         .where('provider_message_id', '=', res.json().messageId)
         .execute(),
     ).toEqual([{ from_phone: from }]);
-    expect(
-      await t.ctx.db
-        .selectFrom('end_users')
-        .select('id')
-        .where('org_id', '=', tenant.org.id)
-        .where('phone', '=', from)
-        .execute(),
-    ).toEqual([]);
+    expect(await endUsersWithPhone(t, tenant.org.id, from, ['id'])).toEqual([]);
     expect((await send(textSend(undefined, from, 'hello'))).statusCode).toBe(200);
     await t.settle();
   });
@@ -223,12 +218,7 @@ describe.each(DIALECTS)('the sandbox remembers its windows (%s)', (dialect) => {
     try {
       const tenant = await makeSendingTenant(first.ctx);
       const user = randomPhone();
-      const inbound = await first.app.inject({
-        method: 'POST',
-        url: '/api/sandbox/inbound',
-        headers: tenant.agentKey.auth,
-        payload: { from: user, text: 'hi' },
-      });
+      const inbound = await sandboxInbound(first, tenant.agentKey.auth, user);
       expect(inbound.statusCode).toBe(200);
       await first.settle();
       // Restart: the process (with its in-process sandbox) stops, a new one starts on the same data.
@@ -248,16 +238,7 @@ describe.each(DIALECTS)('the sandbox remembers its windows (%s)', (dialect) => {
       // A second process alongside: a user writing in through one is known to the other's sandbox.
       third = await createMessagingApp(dialect, { clock, shareWith: first });
       const other = randomPhone();
-      expect(
-        (
-          await second.app.inject({
-            method: 'POST',
-            url: '/api/sandbox/inbound',
-            headers: tenant.agentKey.auth,
-            payload: { from: other, text: 'hello' },
-          })
-        ).statusCode,
-      ).toBe(200);
+      expect((await sandboxInbound(second, tenant.agentKey.auth, other, 'hello')).statusCode).toBe(200);
       const viaThird = await third.app.inject({
         method: 'POST',
         url: '/api/channels/send',
@@ -295,13 +276,7 @@ describe.each(DIALECTS)('POST /api/sandbox/inbound waits for its own webhook onl
       const restore = await failWrites(t, 'inbound_messages', 'INSERT', { column: 'from_phone', value: failing });
       // A long retry: the failed body stays queued for a minute.
       t.ctx.messaging.webhooks.retryDelaysMs = [60_000];
-      const post = (from: string) =>
-        t.app.inject({
-          method: 'POST',
-          url: '/api/sandbox/inbound',
-          headers: tenant.agentKey.auth,
-          payload: { from, text: 'hi' },
-        });
+      const post = (from: string) => sandboxInbound(t, tenant.agentKey.auth, from);
       const failed = await post(failing);
       expect(failed.statusCode).toBe(502);
       expect(failed.json()).toEqual({

@@ -18,6 +18,7 @@ import { makeKey } from './helpers/factories.js';
 import {
   createMessagingApp,
   createQuietTestApp,
+  endUsersWithPhone,
   failWrites,
   inboundPayload,
   type MessagingTestApp,
@@ -370,14 +371,7 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
       .where('number_id', '=', inbound.number_id)
       .execute();
     expect(window).toEqual([{ number_id: inbound.number_id, user_phone: from, last_inbound_at: T0 }]);
-    expect(
-      await t.ctx.db
-        .selectFrom('end_users')
-        .select('origin')
-        .where('org_id', '=', tenant.org.id)
-        .where('phone', '=', from)
-        .execute(),
-    ).toEqual([{ origin: 'inbound' }]);
+    expect(await endUsersWithPhone(t, tenant.org.id, from, ['origin'])).toEqual([{ origin: 'inbound' }]);
     const left = await storedWebhooks(t);
     expect(left.map((r) => r.id)).not.toContain(kept[0]?.id);
     expect(left.map((r) => r.id)).toContain(kept[1]?.id);
@@ -497,14 +491,7 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     expect(
       await t.ctx.db.selectFrom('messaging_windows').select('user_phone').where('user_phone', '=', from).execute(),
     ).toEqual([{ user_phone: from }]);
-    expect(
-      await t.ctx.db
-        .selectFrom('end_users')
-        .select('phone')
-        .where('org_id', '=', tenant.org.id)
-        .where('phone', '=', from)
-        .execute(),
-    ).toEqual([{ phone: from }]);
+    expect(await endUsersWithPhone(t, tenant.org.id, from, ['phone'])).toEqual([{ phone: from }]);
     expect((await storedWebhooks(t)).filter((r) => r.body.includes(id))).toEqual([]);
     const unknown = await runCli(['webhooks', 'retry', '--id', 'evt_nope'], t.env);
     expect(unknown.code).toBe(1);

@@ -279,3 +279,23 @@ export async function dropTestData(t: TestApp): Promise<void> {
   const dir = t.env.PARLEY_DATA_DIR;
   if (dir) rmSync(dir, { recursive: true, force: true });
 }
+
+/** A user writing in through the sandbox helper: POST /api/sandbox/inbound on `t` with `auth`. */
+export function sandboxInbound(t: TestApp, auth: Record<string, string>, from: string, text = 'hi') {
+  return t.app.inject({ method: 'POST', url: '/api/sandbox/inbound', headers: auth, payload: { from, text } });
+}
+
+/** The end users of an organization holding this phone (the given columns only). */
+export function endUsersWithPhone<C extends 'id' | 'phone' | 'name' | 'origin'>(
+  t: TestApp,
+  orgId: string,
+  phone: string,
+  columns: readonly C[],
+) {
+  return t.ctx.db
+    .selectFrom('end_users')
+    .select(columns)
+    .where('org_id', '=', orgId)
+    .where('phone', '=', phone)
+    .execute();
+}
