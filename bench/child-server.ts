@@ -33,13 +33,20 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** The shared secrets Parley requires on PostgreSQL (fixed values: benchmarks seal nothing real). */
+export const PG_BENCH_SECRETS = {
+  PARLEY_SECRET_KEY: Buffer.alloc(32, 7).toString('base64'),
+  PARLEY_WEBHOOK_APP_SECRET: 'bench-app-secret',
+};
+
 /** Environment for a child server: inherited, minus any Parley setting the caller did not ask for. */
 export function serverEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of Object.keys(env)) {
     if (/^(PARLEY_|PORT$)/.test(name)) delete env[name];
   }
-  return { ...env, NODE_ENV: 'production', ...extra };
+  const pg = env.DATABASE_URL ?? extra.DATABASE_URL;
+  return { ...env, NODE_ENV: 'production', ...(pg ? PG_BENCH_SECRETS : {}), ...extra };
 }
 
 export function startChild(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
@@ -144,7 +151,7 @@ export const entry = (dist: boolean): string[] =>
 export function benchEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env };
   for (const name of Object.keys(base)) if (/^(DATABASE_URL|PARLEY_|PORT$|LOG_LEVEL$)/.test(name)) delete base[name];
-  return { ...base, NODE_NO_WARNINGS: '1', LOG_LEVEL: 'warn', ...env };
+  return { ...base, NODE_NO_WARNINGS: '1', LOG_LEVEL: 'warn', ...(env.DATABASE_URL ? PG_BENCH_SECRETS : {}), ...env };
 }
 
 /** A node child with the benchmark environment; stdout piped (for ports and JSON), stderr shown. */
@@ -229,7 +236,7 @@ export async function seedSendingTenant(
 }
 
 /** The webhook app secret the messaging benchmarks give Parley, so they can sign bodies themselves. */
-export const BENCH_APP_SECRET = 'bench-app-secret';
+export const BENCH_APP_SECRET = PG_BENCH_SECRETS.PARLEY_WEBHOOK_APP_SECRET;
 
 /**
  * Settings of a messaging benchmark's processes: a fresh data folder (and, for PostgreSQL, a fresh

@@ -117,8 +117,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
   const schema = `bench_${Date.now().toString(36)}`;
   const env: Record<string, string> = { PARLEY_DATA_DIR: dataDir, PARLEY_REGION: 'us' };
   if (dialect === 'postgres' && process.env.DATABASE_URL) {
-    env.DATABASE_URL = process.env.DATABASE_URL;
-    env.PARLEY_PG_SCHEMA = schema;
+    Object.assign(env, { DATABASE_URL: process.env.DATABASE_URL, PARLEY_PG_SCHEMA: schema }, PG_BENCH_SECRETS);
   }
   const children: ChildProcess[] = [];
   try {

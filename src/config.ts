@@ -1,4 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 export const REGIONS = ['us', 'eu', 'in', 'qa'] as const;
@@ -34,8 +35,16 @@ export interface Config {
   readonly sendRateLimit: { readonly perKey: number; readonly perOrg: number };
   /** Flush interval of the buffered "last used" times of keys. */
   readonly lastUsedFlushMs: number;
+  /** The job runner: lease of a claimed job (renewed while it runs), and the idle poll interval. */
+  readonly jobs: { readonly leaseMs: number; readonly pollMs: number };
+  readonly events: EventsConfig;
+  readonly conversations: { readonly idleMs: number; readonly sweepMs: number };
+  /** Which proxies' `X-Forwarded-For` to believe (Fastify's `trustProxy`): false, true, hops, or addresses. */
+  readonly trustProxy: TrustProxy;
   readonly messaging: MessagingConfig;
 }
+
+export type TrustProxy = boolean | number | readonly string[];
 
 /** A template the built-in sandbox accepts: parameter counts per component. */
 export interface SandboxTemplate {
@@ -50,14 +59,61 @@ export interface MessagingConfig {
   readonly providerBaseUrl: string | undefined;
   readonly providerApiVersion: string;
   readonly providerTimeoutMs: number;
-  /** Key that encrypts access tokens (32 bytes, base64 or hex); unset: `<data>/secret.key`. */
+  /** Key that encrypts access tokens (32 bytes, base64 or hex); unset (SQLite only): `<data>/secret.key`. */
   readonly secretKey: string | undefined;
-  /** App secret that signs provider webhooks; unset: `<data>/webhook-app-secret`. */
+  /** App secret that signs provider webhooks; unset (SQLite only): `<data>/webhook-app-secret`. */
   readonly webhookAppSecret: string | undefined;
   readonly webhookVerifyToken: string | undefined;
   readonly sandboxTemplates: readonly SandboxTemplate[];
   /** Pause of the sandbox between a send and each of its status webhooks. */
   readonly sandboxStatusDelayMs: number;
+}
+
+/** Event webhooks to the organizations' endpoints. */
+export interface EventsConfig {
+  /** Let endpoints resolve to private, loopback and link-local addresses (local bots, tests). */
+  readonly allowPrivate: boolean;
+  /** Waits before the 2nd, 3rd, ... attempt of a delivery. */
+  readonly retryDelaysMs: readonly number[];
+  /** Longest wait for an endpoint's answer. */
+  readonly timeoutMs: number;
+  /** An endpoint whose deliveries have failed for this long is disabled. */
+  readonly disableAfterMs: number;
+}
+
+/** Standard Webhooks' schedule: about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+export const DEFAULT_EVENT_RETRY_DELAYS_MS: readonly number[] = [
+  5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000,
+];
+
+function parseEventsConfig(env: Env): EventsConfig {
+  const allow = (env.PARLEY_WEBHOOK_ALLOW_PRIVATE ?? '').trim().toLowerCase();
+  if (!['', 'true', 'false', '1', '0'].includes(allow)) {
+    throw new ConfigError(
+      `PARLEY_WEBHOOK_ALLOW_PRIVATE must be true or false, got "${env.PARLEY_WEBHOOK_ALLOW_PRIVATE}"`,
+    );
+  }
+  const raw = env.PARLEY_EVENT_RETRY_DELAYS_MS;
+  let retryDelaysMs = DEFAULT_EVENT_RETRY_DELAYS_MS;
+  if (raw !== undefined && raw.trim() !== '') {
+    const parts = raw.split(',').map((p) => p.trim());
+    if (parts.some((p) => !/^\d{1,9}$/.test(p))) {
+      throw new ConfigError(
+        `PARLEY_EVENT_RETRY_DELAYS_MS must be a comma-separated list of milliseconds, got "${raw}"`,
+      );
+    }
+    retryDelaysMs = Object.freeze(parts.map(Number));
+  }
+  return Object.freeze({
+    allowPrivate: allow === 'true' || allow === '1',
+    retryDelaysMs,
+    timeoutMs: parsePositiveInt('PARLEY_EVENT_TIMEOUT_MS', env.PARLEY_EVENT_TIMEOUT_MS, 15_000),
+    disableAfterMs: parsePositiveInt(
+      'PARLEY_EVENT_DISABLE_AFTER_MS',
+      env.PARLEY_EVENT_DISABLE_AFTER_MS,
+      5 * 24 * 60 * 60 * 1000,
+    ),
+  });
 }
 
 /** Flags a command passes in; each wins over its environment variable. */
@@ -88,6 +144,12 @@ function parsePositiveInt(name: string, value: string | number | undefined, fall
   if (value === undefined || value === '') return fallback;
   const n = typeof value === 'number' ? value : Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new ConfigError(`${name} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+function parseAtLeast(name: string, value: string | undefined, fallback: number, min: number): number {
+  const n = parsePositiveInt(name, value, fallback);
+  if (n < min) throw new ConfigError(`${name} must be at least ${min}, got "${value}"`);
   return n;
 }
 
@@ -198,11 +260,68 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
       perOrg: parsePositiveInt('PARLEY_SEND_RATE_LIMIT_ORG', env.PARLEY_SEND_RATE_LIMIT_ORG, 3000),
     }),
     lastUsedFlushMs: parsePositiveInt('PARLEY_LAST_USED_FLUSH_MS', env.PARLEY_LAST_USED_FLUSH_MS, 10_000),
-    messaging: parseMessagingConfig(env),
+    events: parseEventsConfig(env),
+    conversations: Object.freeze({
+      idleMs: parsePositiveInt('PARLEY_CONVERSATION_IDLE_MS', env.PARLEY_CONVERSATION_IDLE_MS, 24 * 60 * 60 * 1000),
+      sweepMs: parseAtLeast('PARLEY_CONVERSATION_SWEEP_MS', env.PARLEY_CONVERSATION_SWEEP_MS, 60_000, 100),
+    }),
+    jobs: Object.freeze({
+      leaseMs: parseAtLeast('PARLEY_JOB_LEASE_MS', env.PARLEY_JOB_LEASE_MS, 5_000, 1_000),
+      pollMs: parseAtLeast('PARLEY_JOB_POLL_MS', env.PARLEY_JOB_POLL_MS, 500, 10),
+    }),
+    trustProxy: parseTrustProxy(env.PARLEY_TRUST_PROXY),
+    messaging: parseMessagingConfig(
+      env,
+      regions.some((r) => r.database.kind === 'postgres'),
+    ),
   });
 }
 
-function parseMessagingConfig(env: Env): MessagingConfig {
+/** Names proxy-addr (Fastify's `trustProxy`) accepts besides addresses and CIDRs. */
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+function isAddressOrCidr(entry: string): boolean {
+  if (PROXY_NAMES.includes(entry)) return true;
+  const [address = '', bits, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (!family || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  const n = Number(bits);
+  return /^\d+$/.test(bits) && n <= (family === 4 ? 32 : 128);
+}
+
+/** Unset or `false`: the socket address is the client; `true`: every proxy; `2`: hops; else addresses/CIDRs. */
+function parseTrustProxy(raw: string | undefined): TrustProxy {
+  const value = raw?.trim() ?? '';
+  if (value === '' || value.toLowerCase() === 'false') return false;
+  if (value.toLowerCase() === 'true') return true;
+  if (/^\d+$/.test(value)) return parsePositiveInt('PARLEY_TRUST_PROXY', value, 1);
+  const entries = value.split(',').map((e) => e.trim());
+  const bad = entries.find((e) => !isAddressOrCidr(e));
+  if (bad !== undefined) {
+    throw new ConfigError(
+      `PARLEY_TRUST_PROXY must be true, false, a number of hops, or comma-separated addresses or CIDRs, got "${bad}"`,
+    );
+  }
+  return Object.freeze(entries);
+}
+
+/**
+ * Secrets every node of a deployment must share. On SQLite (one embedded database per data folder)
+ * they may be generated into the data folder; PostgreSQL means several nodes may serve the same
+ * data, and per-folder secrets would make a number added on one node unusable on the others.
+ */
+const SHARED_SECRETS = ['PARLEY_SECRET_KEY', 'PARLEY_WEBHOOK_APP_SECRET'] as const;
+
+function parseMessagingConfig(env: Env, onPostgres: boolean): MessagingConfig {
+  const missing = SHARED_SECRETS.filter((name) => !env[name]?.trim());
+  if (onPostgres && missing.length > 0) {
+    throw new ConfigError(
+      `${missing.join(' and ')} must be set when running on PostgreSQL (DATABASE_URL), with the same value on every ` +
+        'node: make PARLEY_SECRET_KEY with `openssl rand -base64 32`; PARLEY_WEBHOOK_APP_SECRET is the provider ' +
+        "app's secret, or with the built-in sandbox any value such as `openssl rand -hex 32`",
+    );
+  }
   const version = env.PARLEY_PROVIDER_API_VERSION || 'v25.0';
   if (!/^v\d+\.\d+$/.test(version)) {
     throw new ConfigError(`PARLEY_PROVIDER_API_VERSION must look like v25.0, got "${version}"`);

@@ -4,6 +4,9 @@ import { LastUsedTracker } from './auth/last-used.js';
 import type { Config, RegionConfig } from './config.js';
 import { type Database, migrateToLatest, openDatabase } from './db/database.js';
 import type { DB } from './db/schema.js';
+import { EventDeliverer } from './events/deliver-event.task.js';
+import type { JobRunner } from './jobs/job-runner.js';
+import { createJobRunner } from './jobs/jobs.js';
 import { createMessaging, type Messaging } from './messaging/messaging.js';
 import { createSendRateLimiter, type SendRateLimiter } from './rate-limit/send-rate-limiter.js';
 import { type Clock, systemClock } from './shared/clock.js';
@@ -58,6 +61,8 @@ export interface AppContext {
   readonly sendRateLimiter: SendRateLimiter;
   /** Provider adapter, in-process sandbox (when no provider is configured), webhook processor. */
   readonly messaging: Messaging;
+  /** Background work: provider webhooks now, on queues every node of the region shares. */
+  readonly jobs: JobRunner;
   close(): Promise<void>;
 }
 
@@ -65,6 +70,8 @@ export interface ContextOptions {
   clock?: Clock;
   logger?: Logger;
   migrate?: boolean;
+  /** Work the job queues in this process (default true). */
+  workJobs?: boolean;
   /** Rate limit window in seconds; only tests change it (production: 60). */
   rateLimitWindowSeconds?: number;
 }
@@ -91,7 +98,13 @@ export async function createContext(
   });
   await sendRateLimiter.ready();
   const clock = options.clock ?? systemClock;
-  const messaging = await createMessaging(config, region.region, database, clock, logger);
+  const jobs = await createJobRunner(config, region.database, database, clock, logger);
+  const messaging = await createMessaging(config, region.region, database, clock, logger, jobs);
+  const eventDeliverer = new EventDeliverer({ db: database.db, clock, logger, config: config.events });
+  eventDeliverer.define(jobs);
+  // Every queue is defined by now (the features above); the store is prepared, then worked.
+  await jobs.init();
+  if (options.workJobs !== false) jobs.start();
   const ctx: AppContext = {
     config,
     region,
@@ -102,7 +115,10 @@ export async function createContext(
     lastUsed,
     sendRateLimiter,
     messaging,
+    jobs,
     async close() {
+      await jobs.stop();
+      await eventDeliverer.close();
       await messaging.close();
       await sendRateLimiter.close();
       await lastUsed.stop();

@@ -7,7 +7,7 @@ import { dropPostgresSchema, openDatabase } from '../src/db/database.js';
 import { createKey } from '../src/keys/key.service.js';
 import { type RunningServer, startServer } from '../src/server.js';
 import { randomBase62 } from '../src/shared/ids.js';
-import { DIALECTS, PG_URL } from './helpers/app.js';
+import { DIALECTS, PG_SECRETS, PG_URL } from './helpers/app.js';
 import { freePortRange } from './helpers/cli.js';
 import { expectMatchesContract, fromFetch } from './helpers/contract.js';
 import { makeOrg } from './helpers/factories.js';
@@ -21,7 +21,7 @@ const BASES: Record<(typeof REGIONS)[number], string> = {
 };
 
 describe('configuration', () => {
-  const env = { PARLEY_DATA_DIR: '/tmp/parley-config-test' };
+  const env = { PARLEY_DATA_DIR: '/tmp/parley-config-test', ...PG_SECRETS };
   const error = (fn: () => unknown) => {
     try {
       fn();
@@ -154,7 +154,7 @@ describe.each(DIALECTS)('four regions in one process (%s)', (dialect) => {
     const env: Record<string, string> = { LOG_LEVEL: 'silent' };
     for (const r of REGIONS) env[`PARLEY_BASE_URL_${r.toUpperCase()}`] = BASES[r];
     if (dialect === 'postgres' && PG_URL) {
-      env.DATABASE_URL = PG_URL;
+      Object.assign(env, { DATABASE_URL: PG_URL }, PG_SECRETS);
       for (const r of REGIONS) {
         const schema = `t_${randomBase62(10).toLowerCase()}_${r}`;
         schemas.push(schema);
@@ -238,7 +238,7 @@ describe.each(DIALECTS)('graceful shutdown (%s)', (dialect) => {
     const env: Record<string, string> = {
       LOG_LEVEL: 'silent',
       PARLEY_LAST_USED_FLUSH_MS: '3600000',
-      ...(dialect === 'postgres' && PG_URL ? { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: schema } : {}),
+      ...(dialect === 'postgres' && PG_URL ? { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: schema, ...PG_SECRETS } : {}),
     };
     const [port] = [await freePortRange(1)];
     const config = loadConfig({ port, data: dataDir }, env);

@@ -8,10 +8,11 @@ import { loadConfig } from '../src/config.js';
 import { createContext } from '../src/context.js';
 import { dropPostgresSchema } from '../src/db/database.js';
 import { buildApp } from '../src/http/app.js';
+import { PROVIDER_WEBHOOK_QUEUE } from '../src/messaging/webhook.service.js';
 import { signBody } from '../src/sandbox/sandbox.js';
 import { ManualClock } from '../src/shared/clock.js';
 import { randomBase62 } from '../src/shared/ids.js';
-import { DIALECTS, PG_URL, type TestApp } from './helpers/app.js';
+import { DIALECTS, PG_SECRETS, PG_URL, type TestApp } from './helpers/app.js';
 import { runCli } from './helpers/cli.js';
 import { expectMatchesContract, openApiDocument } from './helpers/contract.js';
 import { makeKey } from './helpers/factories.js';
@@ -194,15 +195,17 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
       const res = await t.app.inject({ method: 'POST', url: '/webhooks/msgapp', headers, payload: body });
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual({ received: 1 });
-      // Acknowledged: the raw body is in the live inbox until its status has been applied.
-      const stored = await t.ctx.db.selectFrom('webhook_inbox').select(['body', 'state']).execute();
-      expect(stored).toEqual([{ body, state: 'live' }]);
+      // Acknowledged: the body is a durable job of the provider-webhook queue until it is applied.
+      const pending = (await t.ctx.jobs.counts()).filter((c) => c.queue === PROVIDER_WEBHOOK_QUEUE);
+      expect(pending.reduce((n, c) => n + (c.state === 'dead' ? 0 : c.count), 0)).toBe(1);
+      expect(await t.ctx.db.selectFrom('webhook_inbox').selectAll().execute()).toEqual([]);
     } finally {
       await restore();
     }
     await t.ctx.messaging.webhooks.idle();
     t.ctx.messaging.webhooks.retryDelaysMs = [500, 2000, 8000, 30000];
     expect(await t.ctx.db.selectFrom('webhook_inbox').selectAll().execute()).toEqual([]);
+    expect((await t.ctx.jobs.counts()).filter((c) => c.queue === PROVIDER_WEBHOOK_QUEUE && c.count > 0)).toEqual([]);
     expect((await getMessage(id)).json().message.status).toBe('delivered');
   });
 
@@ -727,7 +730,7 @@ describe.each(DIALECTS)('request logs of the webhook routes (%s)', (dialect) => 
       PARLEY_DATA_DIR: dataDir,
       PARLEY_WEBHOOK_VERIFY_TOKEN: 'sekret-verify-token',
       LOG_LEVEL: 'info',
-      ...(dialect === 'postgres' && PG_URL ? { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: schema } : {}),
+      ...(dialect === 'postgres' && PG_URL ? { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: schema, ...PG_SECRETS } : {}),
     };
     const config = loadConfig({}, env);
     const region = config.regions[0];

@@ -231,6 +231,7 @@ export async function sendChannelMessage(
     error_message: null,
     created_at: now,
     updated_at: now,
+    conversation_id: null,
   });
 
   const result = await ctx.messaging.provider.send(send);

@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { registerDemoCommand } from './commands/demo.js';
+import { registerEndpointCommands } from './commands/endpoints.js';
 import { registerEndUserCommands } from './commands/endusers.js';
+import { registerJobCommands } from './commands/jobs.js';
 import { registerNumberCommands } from './commands/numbers.js';
 import { registerPlatformCommands } from './commands/platform.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
@@ -21,5 +23,7 @@ registerEndUserCommands(program);
 registerNumberCommands(program);
 registerSandboxCommands(program);
 registerWebhookCommands(program);
+registerJobCommands(program);
+registerEndpointCommands(program);
 
 await program.parseAsync(process.argv);

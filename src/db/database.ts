@@ -60,6 +60,9 @@ export async function openDatabase(config: DatabaseConfig, options: { poolSize?:
     throw new ConfigError(`cannot connect to PostgreSQL at ${describePgUrl(config.url)} (DATABASE_URL): ${reason}`);
   }
   try {
+    // Under the start-up lock: nodes starting at once on a fresh database would otherwise race on
+    // the schema's catalog row (a unique violation on pg_namespace).
+    await bootstrap.query('select pg_advisory_lock(hashtext($1))', [startupLockKey(config.schema)]);
     await bootstrap.query(`CREATE SCHEMA IF NOT EXISTS "${config.schema}"`);
   } finally {
     await bootstrap.end();
@@ -96,7 +99,34 @@ async function currentPostgresSchema(db: Kysely<DB>): Promise<string | undefined
   return rows[0]?.schema ?? undefined;
 }
 
+/** The advisory lock that serializes start-up DDL (schema, migrations, job store) of one schema. */
+export const startupLockKey = (schema: string) => `parley.startup.${schema}`;
+
+/**
+ * Runs `fn` holding the start-up lock of the database's schema (PostgreSQL; on SQLite, whose
+ * writers are serialized anyway, it just runs). The lock is held on a connection of its own, so
+ * `fn` may use the pool (which needs room for at least one more connection).
+ */
+export async function withStartupLock<T>(db: Kysely<DB>, fn: () => Promise<T>): Promise<T> {
+  const schema = await currentPostgresSchema(db);
+  if (schema === undefined) return fn();
+  const key = startupLockKey(schema);
+  return db.connection().execute(async (conn) => {
+    await sql`select pg_advisory_lock(hashtext(${key}))`.execute(conn);
+    try {
+      return await fn();
+    } finally {
+      await sql`select pg_advisory_unlock(hashtext(${key}))`.execute(conn);
+    }
+  });
+}
+
+/** Brings the schema up to date; nodes starting at once take turns (the first migrates). */
 export async function migrateToLatest(db: Kysely<DB>): Promise<string[]> {
+  return withStartupLock(db, () => migrateUnlocked(db));
+}
+
+async function migrateUnlocked(db: Kysely<DB>): Promise<string[]> {
   const schema = await currentPostgresSchema(db);
   const migrator = new Migrator({
     db,

@@ -1,6 +1,9 @@
 import type { Generated } from 'kysely';
+import type { ConversationTable, TriggerTable } from '../conversations/conversation.tables.js';
 import type { EndUserTable, EndUserTagTable } from '../end-users/end-user.table.js';
+import type { EventDeliveryTable, EventEndpointTable } from '../events/event.tables.js';
 import type { IdempotencyKeyTable } from '../idempotency/idempotency.table.js';
+import type { JobDeadLetterTable, JobTable } from '../jobs/jobs.tables.js';
 import type {
   InboundMessageTable,
   MessageStatusTable,
@@ -66,6 +69,12 @@ export interface DB {
   end_user_tags: EndUserTagTable;
   idempotency_keys: IdempotencyKeyTable;
   webhook_inbox: WebhookInboxTable;
+  jobs: JobTable;
+  job_dead_letters: JobDeadLetterTable;
+  triggers: TriggerTable;
+  conversations: ConversationTable;
+  event_endpoints: EventEndpointTable;
+  event_deliveries: EventDeliveryTable;
 }
 
 // Re-exported so feature tables can use it without importing kysely directly.

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import { channelRoutes } from '../channels/channel.routes.js';
-import { REGION_NAMES } from '../config.js';
+import { type Config, REGION_NAMES } from '../config.js';
 import type { AppContext } from '../context.js';
 import { endUserRoutes } from '../end-users/end-user.routes.js';
 import { messageRoutes } from '../messaging/message.routes.js';
@@ -32,11 +32,20 @@ function requestLogLevel(logger: Logger, options: BuildOptions): string {
   return logger.levelVal >= (logger.levels.values.warn ?? 40) ? logger.level : 'warn';
 }
 
+/** Fastify's types take no hop count, so a number becomes the function proxy-addr would make of it. */
+function fastifyTrustProxy(
+  value: Config['trustProxy'],
+): boolean | string | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof value === 'number') return (_address, hop) => hop < value;
+  return typeof value === 'object' ? [...value] : value;
+}
+
 export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: ctx.logger.child({}, { level: requestLogLevel(ctx.logger, options) }) as FastifyBaseLogger,
     bodyLimit: ctx.config.bodyLimit,
-    trustProxy: false,
+    // PARLEY_TRUST_PROXY: behind a balancer, request.ip is the client named in X-Forwarded-For.
+    trustProxy: fastifyTrustProxy(ctx.config.trustProxy),
     // Fastify would echo any X-Request-Id verbatim; genReqId alone decides, so only a sane ID is kept.
     requestIdHeader: false,
     genReqId: (req) => {

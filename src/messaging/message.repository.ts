@@ -44,6 +44,7 @@ const MESSAGE_COLUMNS = [
   'error_message',
   'created_at',
   'updated_at',
+  'conversation_id',
 ] as const satisfies readonly (keyof MessageTable)[];
 
 const insertMessageQuery = precompiled((db) =>

@@ -32,6 +32,8 @@ export interface MessageTable {
   error_message: string | null;
   created_at: number;
   updated_at: number;
+  /** The conversation the message belongs to (null for messages sent before conversations existed). */
+  conversation_id: string | null;
 }
 
 export interface MessageStatusTable {
@@ -64,6 +66,7 @@ export interface InboundMessageTable {
   text: string | null;
   sent_at: number;
   received_at: number;
+  conversation_id: string | null;
 }
 
 /** The 24-hour window: last time a user wrote to a number. */

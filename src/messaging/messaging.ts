@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config, Region } from '../config.js';
 import type { Database } from '../db/database.js';
+import type { JobRunner } from '../jobs/job-runner.js';
 import { createSecretBox, type SecretBox, secretKeyOf, webhookAppSecretOf } from '../numbers/secret-box.js';
 import { type Sandbox, startSandbox } from '../sandbox/sandbox.js';
 import { clearSandboxAddress, writeSandboxAddress } from '../sandbox/sandbox-address.js';
@@ -31,6 +32,7 @@ export async function createMessaging(
   database: Database,
   clock: Clock,
   logger: Logger,
+  jobs: JobRunner,
 ): Promise<Messaging> {
   const m = config.messaging;
   const secrets = createSecretBox(secretKeyOf(m.secretKey, config.dataDir));
@@ -51,7 +53,7 @@ export async function createMessaging(
     version: m.providerApiVersion,
     timeoutMs: m.providerTimeoutMs,
   });
-  const webhooks = new WebhookProcessor(database.db, clock, logger);
+  const webhooks = new WebhookProcessor(database.db, clock, logger, { jobs });
   let attached = false;
   return {
     provider,

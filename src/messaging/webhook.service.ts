@@ -4,10 +4,10 @@ import type { Logger } from 'pino';
 import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import { recordInboundEndUser } from '../end-users/end-user.service.js';
+import type { JobInfo, JobRunner } from '../jobs/job-runner.js';
 import { endUserPhoneOf, fromProviderDigits, windowKey } from '../numbers/phone.js';
 import type { Clock } from '../shared/clock.js';
 import { isAppError } from '../shared/errors.js';
-import { newId } from '../shared/ids.js';
 import {
   adoptProviderMessageId,
   applyPendingStatuses,
@@ -173,20 +173,28 @@ export function tasksOf(payload: unknown, receivedAt: number): { tasks: Task[]; 
   return { tasks, skipped };
 }
 
-const insertInbox = precompiled((db) =>
-  db.insertInto('webhook_inbox').values({ id: slot(0), body: slot(1), received_at: slot(2) }),
-);
-const deleteInbox = precompiled((db) => db.deleteFrom('webhook_inbox').where('id', '=', slot<string>(0)));
 const numberByPhoneNumberId = precompiled((db) =>
   db.selectFrom('messaging_numbers').select(['id', 'org_id']).where('phone_number_id', '=', slot<string>(0)),
 );
 
-/** In-process retries of a failing task: 5 attempts in all, about 40 s apart at most. */
+/** The job queue of provider webhook bodies. */
+export const PROVIDER_WEBHOOK_QUEUE = 'provider-webhook';
+
+/** A provider webhook body waiting to be applied: the job's payload. */
+export interface ProviderWebhookJob {
+  /** The raw body, as signed. */
+  readonly raw: string;
+  readonly receivedAt: number;
+}
+
+/** Retries of a failing body: 5 attempts in all, about 40 s apart at most. */
 export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [500, 2_000, 8_000, 30_000];
 /** How often a process deletes expired pending statuses (as statuses come in, so no timer to stop). */
 const PURGE_EVERY_MS = 10 * 60 * 1000;
+/** How often a caller waiting for an inbound message looks whether another node applied it. */
+const INBOUND_POLL_MS = 200;
 
-/** What became of one body: applied (and deleted), or kept out of the live queue. */
+/** What became of one body: applied, or kept out of the queue. */
 export type BodyOutcome = 'applied' | 'failed' | 'unrouted';
 
 /** What became of the inbound message a caller waits for (the sandbox helper). */
@@ -207,98 +215,125 @@ export interface StoredWebhook {
   readonly items: number;
 }
 
-interface Body {
-  readonly id: string;
-  left: number;
-  /** Most attempts any of its tasks took in this run. */
-  attempts: number;
-  /** Attempts of earlier runs (a replayed failed body). */
-  readonly priorAttempts: number;
-  error: string | undefined;
+/** What applying every task of a body came to. */
+interface Applied {
+  /** The phone number IDs of inbound messages no number has. */
   readonly unrouted: Set<string>;
-  /** Replayed from the inbox (after a crash, or by an operator): steps a first run may have missed run again. */
-  readonly replay: boolean;
-  readonly done: (outcome: BodyOutcome) => void;
-}
-
-interface Queued {
-  readonly task: Task;
-  readonly body: Body;
-  readonly attempt: number;
+  /** The first error of a task that failed (the others were still applied). */
+  readonly error: unknown;
+  readonly failed: boolean;
 }
 
 type TaskOutcome = 'applied' | 'unrouted';
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 1000);
 
+export interface WebhookProcessorOptions {
+  /** The job runner whose `provider-webhook` queue applies received bodies (the server's). */
+  readonly jobs?: JobRunner;
+  readonly retryDelaysMs?: readonly number[];
+  /** Bodies applied at once in one process. */
+  readonly concurrency?: number;
+}
+
 /**
- * A webhook body is written to the inbox table, acknowledged, then processed a few tasks at a
- * time. A task that fails is retried in-process with backoff (`retryDelaysMs`); once every task of
- * a body is done, its row is deleted, or kept out of the live queue: `failed` (a task still failed
- * after its last attempt: the error and the attempts are kept, and logged at error level) or
- * `unrouted` (an inbound message for a phone number ID no number has). Neither is ever dropped;
- * `replayStored()` (CLI `parley webhooks retry`, or adding the number) applies them again. A body
- * still `live` after a stop (crash, or retries cut short by shutdown) is queued again by
- * `recover()` at the next start. Every step is idempotent (dedupe on inbound message ID and on
- * (message, status); statuses only move forward), so concurrency and replays are harmless.
+ * A verified webhook body is stored as a job of the durable job runner before it is acknowledged,
+ * then applied by whichever node claims it: every message and status in it, each on its own (one
+ * failing does not stop the others). A body with a failing task is retried on `retryDelaysMs`;
+ * after its last attempt it is kept in `webhook_inbox` as `failed` (with the error and the
+ * attempts, logged at error level), and a body with an inbound message for a phone number ID no
+ * number has is kept there as `unrouted`. Neither is ever dropped; `replayStored()` (CLI `parley
+ * webhooks retry`, or adding the number) applies them again. Every step is idempotent (dedupe on
+ * inbound message ID and on (message, status); statuses only move forward), so a job that runs
+ * again after a crash, or a replay, is harmless.
  */
 export class WebhookProcessor {
-  /** Waits before the 2nd, 3rd, ... attempt of a failing task; tests shorten it. */
+  /** Waits before the 2nd, 3rd, ... attempt of a failing body; tests shorten it. */
   retryDelaysMs: readonly number[];
-  private readonly queue: Queued[] = [];
-  private readonly timers = new Set<NodeJS.Timeout>();
   private readonly inboundWaiters = new Map<string, (outcome: InboundOutcome) => void>();
-  private running = 0;
-  private waiters: (() => void)[] = [];
-  private closing = false;
   private lastPurge = Number.NEGATIVE_INFINITY;
-  private readonly concurrency: number;
+  private readonly jobs: JobRunner | undefined;
 
   constructor(
     private readonly db: Kysely<DB>,
     private readonly clock: Clock,
     private readonly logger: Logger,
-    options: { concurrency?: number; retryDelaysMs?: readonly number[] } = {},
+    options: WebhookProcessorOptions = {},
   ) {
-    this.concurrency = options.concurrency ?? 8;
     this.retryDelaysMs = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
+    this.jobs = options.jobs;
+    if (this.jobs) {
+      const processor = this;
+      this.jobs.define<ProviderWebhookJob>({
+        name: PROVIDER_WEBHOOK_QUEUE,
+        concurrency: options.concurrency ?? 8,
+        // Read at each failure, so a change (tests shorten it) applies to bodies already queued.
+        get retryDelaysMs() {
+          return processor.retryDelaysMs;
+        },
+        handler: (payload, job) => this.handle(payload, job),
+        onLastFailure: (payload, job, err) => this.keepFailed(job.id, payload, job.attempt, err),
+      });
+    }
   }
 
   /**
-   * Stores one verified webhook body and queues its work; resolves (with how many tasks it holds)
-   * once the body is stored, which is when it may be acknowledged.
+   * Stores one verified webhook body as a job; resolves (with how many tasks it holds) once it is
+   * stored, which is when it may be acknowledged.
    */
   async receive(raw: string, payload: unknown): Promise<number> {
+    if (!this.jobs) throw new Error('this webhook processor has no job runner');
     const receivedAt = this.clock.now();
     const { tasks, skipped } = tasksOf(payload, receivedAt);
     if (skipped.length > 0) this.logger.warn({ skipped }, 'webhook items skipped: not something Parley can apply');
     if (tasks.length === 0) return 0;
-    const inboxId = newId('evt');
-    await insertInbox(this.db, [inboxId, raw, receivedAt]);
-    this.enqueue(inboxId, tasks, { replay: false, priorAttempts: 0 });
+    await this.jobs.enqueue<ProviderWebhookJob>(PROVIDER_WEBHOOK_QUEUE, { raw, receivedAt });
     return tasks.length;
   }
 
-  /** Queues again the live bodies left in the inbox by an earlier run; returns how many there were. */
-  async recover(): Promise<number> {
-    await this.purgePending();
-    const rows = await this.db
-      .selectFrom('webhook_inbox')
-      .select(['id', 'body', 'received_at', 'attempts'])
-      .where('state', '=', 'live')
-      .orderBy('received_at')
-      .orderBy('id')
-      .execute();
-    for (const row of rows) {
-      const tasks = tasksOf(parse(row.body), Number(row.received_at)).tasks;
-      if (tasks.length === 0) await deleteInbox(this.db, [row.id]);
-      else this.enqueue(row.id, tasks, { replay: true, priorAttempts: Number(row.attempts) });
-    }
-    if (rows.length > 0) this.logger.info({ bodies: rows.length }, 'replaying unprocessed provider webhooks');
-    return rows.length;
+  /** The job: applies a body; throws (to be retried) when a task failed. */
+  async handle(payload: ProviderWebhookJob, job: JobInfo): Promise<void> {
+    const receivedAt = Number(payload.receivedAt);
+    const { tasks } = tasksOf(parse(payload.raw), receivedAt);
+    const retrying = job.attempt < job.maxAttempts;
+    const result = await this.applyAll(tasks, job.attempt > 1, retrying);
+    if (result.failed) throw result.error;
+    if (result.unrouted.size > 0) await this.keepUnrouted(job.id, payload, job.attempt, result.unrouted);
   }
 
-  /** The bodies kept out of the live queue (failed or unrouted), oldest first. */
+  /**
+   * Moves bodies left `live` in `webhook_inbox` (by a version that kept its queue in memory) onto
+   * the job runner, in one transaction, so that two nodes starting at once cannot both take one.
+   */
+  async recover(): Promise<number> {
+    await this.purgePending();
+    const jobs = this.jobs;
+    if (!jobs) return 0;
+    const moved = await this.db.transaction().execute(async (trx) => {
+      const rows = await trx
+        .deleteFrom('webhook_inbox')
+        .where('state', '=', 'live')
+        .returning(['id', 'body', 'received_at'])
+        .execute();
+      rows.sort((a, b) => Number(a.received_at) - Number(b.received_at) || a.id.localeCompare(b.id));
+      for (const row of rows) {
+        if (tasksOf(parse(row.body), Number(row.received_at)).tasks.length === 0) continue;
+        await jobs.enqueue<ProviderWebhookJob>(
+          PROVIDER_WEBHOOK_QUEUE,
+          { raw: row.body, receivedAt: Number(row.received_at) },
+          { db: trx },
+        );
+      }
+      return rows.length;
+    });
+    if (moved > 0) {
+      this.logger.info({ bodies: moved }, 'queued provider webhooks left unprocessed by an earlier version');
+      jobs.wake(PROVIDER_WEBHOOK_QUEUE);
+    }
+    return moved;
+  }
+
+  /** The bodies kept out of the queue (failed or unrouted), oldest first. */
   async listStored(): Promise<StoredWebhook[]> {
     const rows = await this.db
       .selectFrom('webhook_inbox')
@@ -320,9 +355,9 @@ export class WebhookProcessor {
   }
 
   /**
-   * Applies stored bodies again: every failed and unrouted one, or the one with `id`, or the
-   * unrouted ones naming `phoneNumberId` (a number was just added). Resolves once each is applied or
-   * kept again, with what became of it.
+   * Applies stored bodies again, in this process: every failed and unrouted one, or the one with
+   * `id`, or the unrouted ones naming `phoneNumberId` (a number was just added). A body is tried
+   * `retryDelaysMs.length + 1` times, then kept again; resolves with what became of each.
    */
   async replayStored(
     filter: { id?: string; phoneNumberId?: string } = {},
@@ -336,207 +371,159 @@ export class WebhookProcessor {
       query = query.where('state', '=', 'unrouted').where('phone_number_ids', 'like', `%,${filter.phoneNumberId},%`);
     }
     const rows = await query.orderBy('received_at').orderBy('id').execute();
-    const results: Promise<{ id: string; outcome: BodyOutcome }>[] = [];
+    const results: { id: string; outcome: BodyOutcome }[] = [];
     for (const row of rows) {
-      // Back in the live queue first: if this process stops midway, the next start replays it.
-      await this.db.updateTable('webhook_inbox').set({ state: 'live' }).where('id', '=', row.id).execute();
-      const tasks = tasksOf(parse(row.body), Number(row.received_at)).tasks;
-      if (tasks.length === 0) {
-        await deleteInbox(this.db, [row.id]);
-        results.push(Promise.resolve({ id: row.id, outcome: 'applied' }));
-        continue;
+      const payload: ProviderWebhookJob = { raw: row.body, receivedAt: Number(row.received_at) };
+      const { tasks } = tasksOf(parse(row.body), payload.receivedAt);
+      let result: Applied = { unrouted: new Set(), error: undefined, failed: false };
+      let attempt = 0;
+      for (;;) {
+        attempt++;
+        const last = attempt > this.retryDelaysMs.length;
+        result = await this.applyAll(tasks, true, !last);
+        if (!result.failed || last) break;
+        await new Promise((r) => setTimeout(r, this.retryDelaysMs[attempt - 1]));
       }
-      results.push(
-        new Promise((resolve) =>
-          this.enqueue(row.id, tasks, {
-            replay: true,
-            priorAttempts: Number(row.attempts),
-            done: (outcome) => resolve({ id: row.id, outcome }),
-          }),
-        ),
-      );
+      const attempts = Number(row.attempts) + attempt;
+      let outcome: BodyOutcome = 'applied';
+      if (result.failed) {
+        outcome = 'failed';
+        await this.db
+          .updateTable('webhook_inbox')
+          .set({
+            state: 'failed',
+            attempts,
+            last_error: errorText(result.error),
+            failed_at: this.clock.now(),
+            phone_number_ids: null,
+          })
+          .where('id', '=', row.id)
+          .execute();
+      } else if (result.unrouted.size > 0) {
+        outcome = 'unrouted';
+        await this.db
+          .updateTable('webhook_inbox')
+          .set({ attempts, ...unroutedColumns(result.unrouted), failed_at: this.clock.now() })
+          .where('id', '=', row.id)
+          .execute();
+      } else {
+        await this.db.deleteFrom('webhook_inbox').where('id', '=', row.id).execute();
+      }
+      results.push({ id: row.id, outcome });
     }
-    return Promise.all(results);
+    return results;
   }
 
   /**
-   * Resolves once the inbound message `providerMessageId` has been applied, or could not be (its
-   * first attempt failed, or its number is unknown), or after `timeoutMs`. Register before the
-   * webhook can arrive.
+   * Resolves once the inbound message `providerMessageId` has been applied (here, or by another
+   * node: the database is looked at too), or could not be (its first attempt failed, or its number
+   * is unknown), or after `timeoutMs`. Register before the webhook can arrive.
    */
   waitForInbound(providerMessageId: string, timeoutMs: number): Promise<InboundOutcome> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.inboundWaiters.delete(providerMessageId);
-        resolve({ ok: false, reason: 'timeout', retrying: false });
-      }, timeoutMs);
-      this.inboundWaiters.set(providerMessageId, (outcome) => {
+      let settled = false;
+      const finish = (outcome: InboundOutcome) => {
+        if (settled) return;
+        settled = true;
         clearTimeout(timer);
+        clearInterval(poll);
         this.inboundWaiters.delete(providerMessageId);
         resolve(outcome);
-      });
+      };
+      const timer = setTimeout(() => finish({ ok: false, reason: 'timeout', retrying: false }), timeoutMs);
+      const poll = setInterval(() => {
+        this.db
+          .selectFrom('inbound_messages')
+          .select('provider_message_id')
+          .where('provider_message_id', '=', providerMessageId)
+          .executeTakeFirst()
+          .then((row) => row && finish({ ok: true }))
+          .catch(() => undefined);
+      }, INBOUND_POLL_MS);
+      this.inboundWaiters.set(providerMessageId, finish);
     });
   }
 
-  /** Resolves once nothing is queued, running or waiting for a retry. */
-  idle(): Promise<void> {
-    if (this.isIdle()) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push(resolve));
+  /** Resolves once no provider webhook is queued, running or waiting for a retry. */
+  async idle(): Promise<void> {
+    await this.jobs?.drained([PROVIDER_WEBHOOK_QUEUE]);
   }
 
-  /**
-   * Shutdown: stops retrying (a body waiting for a retry stays live in the inbox, for the next
-   * start) and waits for the queue to drain.
-   */
-  async close(): Promise<void> {
-    this.closing = true;
-    for (const timer of this.timers) clearTimeout(timer);
-    this.timers.clear();
-    this.wakeIfIdle();
-    await this.idle();
-  }
+  /** Nothing of its own to stop: the jobs belong to the runner, which stops with the context. */
+  async close(): Promise<void> {}
 
-  private isIdle(): boolean {
-    return this.running === 0 && this.queue.length === 0 && this.timers.size === 0;
-  }
-
-  private wakeIfIdle(): void {
-    if (!this.isIdle()) return;
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const resolve of waiters) resolve();
-  }
-
-  private enqueue(
-    inboxId: string,
-    tasks: readonly Task[],
-    options: { replay: boolean; priorAttempts: number; done?: (outcome: BodyOutcome) => void },
-  ): void {
-    const body: Body = {
-      id: inboxId,
-      left: tasks.length,
-      attempts: 1,
-      priorAttempts: options.priorAttempts,
-      error: undefined,
-      unrouted: new Set(),
-      replay: options.replay,
-      done: options.done ?? (() => {}),
-    };
-    for (const task of tasks) this.queue.push({ task, body, attempt: 1 });
-    this.pump();
-  }
-
-  private pump(): void {
-    while (this.running < this.concurrency && this.queue.length > 0) {
-      const next = this.queue.shift();
-      if (!next) break;
-      this.running++;
-      this.run(next)
-        .then(
-          (outcome) => this.taskDone(next, outcome),
-          (err: unknown) => this.taskFailed(next, err),
-        )
-        .catch((err: unknown) => this.logger.error({ err }, 'could not record what became of a webhook body'))
-        .finally(() => {
-          this.running--;
-          this.pump();
-          this.wakeIfIdle();
-        });
+  /** Applies every task of a body, each on its own; tells whoever waits for an inbound message. */
+  private async applyAll(tasks: readonly Task[], again: boolean, retrying: boolean): Promise<Applied> {
+    const unrouted = new Set<string>();
+    let error: unknown;
+    let failed = false;
+    for (const task of tasks) {
+      try {
+        const outcome: TaskOutcome =
+          task.kind === 'status' ? await this.applyStatusTask(task) : await this.applyInbound(task, again);
+        if (outcome === 'unrouted') unrouted.add(task.phoneNumberId ?? '');
+        if (task.kind === 'inbound') {
+          this.notifyInbound(
+            task.providerMessageId,
+            outcome === 'applied' ? { ok: true } : { ok: false, reason: 'unknown number', retrying: false },
+          );
+        }
+      } catch (err) {
+        if (!failed) error = err;
+        failed = true;
+        this.logger.warn({ err, kind: task.kind, retrying }, 'webhook task failed');
+        if (task.kind === 'inbound')
+          this.notifyInbound(task.providerMessageId, { ok: false, reason: 'failed', retrying });
+      }
     }
+    return { unrouted, error, failed };
   }
 
-  private run({ task, body, attempt }: Queued): Promise<TaskOutcome> {
-    if (task.kind === 'status') return this.applyStatusTask(task);
-    return this.applyInbound(task, body.replay || attempt > 1);
-  }
-
-  private async taskDone(item: Queued, outcome: TaskOutcome): Promise<void> {
-    const { task, body } = item;
-    if (task.kind === 'inbound') {
-      this.notifyInbound(
-        task.providerMessageId,
-        outcome === 'applied' ? { ok: true } : { ok: false, reason: 'unknown number', retrying: false },
-      );
-    }
-    if (outcome === 'unrouted') body.unrouted.add(task.phoneNumberId ?? '');
-    await this.settle(body);
-  }
-
-  private async taskFailed(item: Queued, err: unknown): Promise<void> {
-    const { task, body, attempt } = item;
-    const delay = this.retryDelaysMs[attempt - 1];
-    const retrying = delay !== undefined && !this.closing;
-    if (task.kind === 'inbound') this.notifyInbound(task.providerMessageId, { ok: false, reason: 'failed', retrying });
-    if (retrying) {
-      this.logger.warn(
-        { err, kind: task.kind, inboxId: body.id, attempt, retryInMs: delay },
-        'webhook task failed; retrying',
-      );
-      body.attempts = Math.max(body.attempts, attempt + 1);
-      const timer = setTimeout(() => {
-        this.timers.delete(timer);
-        this.queue.push({ task, body, attempt: attempt + 1 });
-        this.pump();
-        this.wakeIfIdle();
-      }, delay);
-      this.timers.add(timer);
-      return;
-    }
-    if (this.closing) return; // left live in the inbox: the next start replays it
-    body.error = errorText(err);
-    body.attempts = Math.max(body.attempts, attempt);
-    await this.settle(body);
-  }
-
-  /** Counts a finished task; the last one of a body deletes its inbox row, or keeps it out of the queue. */
-  private async settle(body: Body): Promise<void> {
-    body.left--;
-    if (body.left > 0) return;
-    try {
-      await this.finish(body);
-    } catch (err) {
-      // The row stays live in the inbox (the next start replays it); whoever waits is not left hanging.
-      body.done('failed');
-      throw err;
-    }
-  }
-
-  private async finish(body: Body): Promise<void> {
+  /** A body whose last attempt failed, kept for an operator (idempotent: the job's ID is the row's). */
+  private async keepFailed(id: string, payload: ProviderWebhookJob, attempts: number, err: unknown): Promise<void> {
     const now = this.clock.now();
-    const attempts = body.priorAttempts + body.attempts;
-    if (body.error !== undefined) {
-      await this.db
-        .updateTable('webhook_inbox')
-        .set({ state: 'failed', attempts, last_error: body.error, failed_at: now, phone_number_ids: null })
-        .where('id', '=', body.id)
-        .execute();
-      this.logger.error(
-        { inboxId: body.id, attempts, error: body.error },
-        'webhook body failed after its retries; kept as a failed webhook (parley webhooks failed / retry)',
-      );
-      body.done('failed');
-    } else if (body.unrouted.size > 0) {
-      const ids = [...body.unrouted];
-      await this.db
-        .updateTable('webhook_inbox')
-        .set({
-          state: 'unrouted',
-          attempts,
-          last_error: `unknown number: no messaging number has phone number ID ${ids.map((id) => `'${id}'`).join(', ')}`,
-          failed_at: now,
-          phone_number_ids: `,${ids.join(',')},`,
-        })
-        .where('id', '=', body.id)
-        .execute();
-      this.logger.warn(
-        { inboxId: body.id, phoneNumberIds: ids },
-        'inbound message for an unknown number kept as an unrouted webhook; adding the number replays it',
-      );
-      body.done('unrouted');
-    } else {
-      await deleteInbox(this.db, [body.id]);
-      body.done('applied');
-    }
+    await this.db
+      .insertInto('webhook_inbox')
+      .values({
+        id,
+        body: payload.raw,
+        received_at: Number(payload.receivedAt),
+        state: 'failed',
+        attempts,
+        last_error: errorText(err),
+        failed_at: now,
+        phone_number_ids: null,
+      })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+    this.logger.error(
+      { inboxId: id, attempts, error: errorText(err) },
+      'webhook body failed after its retries; kept as a failed webhook (parley webhooks failed / retry)',
+    );
+  }
+
+  private async keepUnrouted(
+    id: string,
+    payload: ProviderWebhookJob,
+    attempts: number,
+    unrouted: ReadonlySet<string>,
+  ): Promise<void> {
+    await this.db
+      .insertInto('webhook_inbox')
+      .values({
+        id,
+        body: payload.raw,
+        received_at: Number(payload.receivedAt),
+        attempts,
+        failed_at: this.clock.now(),
+        ...unroutedColumns(unrouted),
+      })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+    this.logger.warn(
+      { inboxId: id, phoneNumberIds: [...unrouted] },
+      'inbound message for an unknown number kept as an unrouted webhook; adding the number replays it',
+    );
   }
 
   private notifyInbound(providerMessageId: string, outcome: InboundOutcome): void {
@@ -631,6 +618,15 @@ export class WebhookProcessor {
       throw err;
     }
   }
+}
+
+function unroutedColumns(ids: ReadonlySet<string>) {
+  const list = [...ids];
+  return {
+    state: 'unrouted' as const,
+    last_error: `unknown number: no messaging number has phone number ID ${list.map((id) => `'${id}'`).join(', ')}`,
+    phone_number_ids: `,${list.join(',')},`,
+  };
 }
 
 function parse(body: string): unknown {

@@ -25,7 +25,20 @@ export function toBase62(value: number, width: number): string {
   return out.padStart(width, '0');
 }
 
-export type IdKind = 'org' | 'agt' | 'key' | 'cmp' | 'eu' | 'msg' | 'num' | 'evt';
+export type IdKind =
+  | 'org'
+  | 'agt'
+  | 'key'
+  | 'cmp'
+  | 'eu'
+  | 'msg'
+  | 'num'
+  | 'evt'
+  | 'job'
+  | 'cnv'
+  | 'trg'
+  | 'ep'
+  | 'dlv';
 
 /** Unguessable identifiers: a kind prefix and 22 base62 characters (about 131 random bits). */
 export function newId(kind: IdKind): string {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +16,14 @@ export type TestDialect = 'sqlite' | 'postgres';
 export const PG_URL = process.env.DATABASE_URL;
 export const DIALECTS: TestDialect[] = PG_URL ? ['sqlite', 'postgres'] : ['sqlite'];
 export const REDIS_URL = process.env.REDIS_URL;
+/**
+ * The secrets every node on PostgreSQL must be given (loadConfig refuses to start without them);
+ * one pair per test file, so apps and CLI runs of a file share them as a deployment's nodes do.
+ */
+export const PG_SECRETS: Readonly<Record<'PARLEY_SECRET_KEY' | 'PARLEY_WEBHOOK_APP_SECRET', string>> = {
+  PARLEY_SECRET_KEY: randomBytes(32).toString('base64'),
+  PARLEY_WEBHOOK_APP_SECRET: randomBytes(24).toString('hex'),
+};
 
 export interface TestApp {
   readonly app: FastifyInstance;
@@ -32,18 +41,27 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   /** Reuse another test app's data (same folder or schema), e.g. for a second process. */
   shareWith?: TestApp;
+  /**
+   * With `shareWith`: a data folder of its own, as another node on the same PostgreSQL database
+   * has (on SQLite, whose database lives in the data folder, this is a separate database).
+   */
+  ownDataDir?: boolean;
+  /** false: this app works no background jobs (other processes on the same database do). */
+  workJobs?: boolean;
 }
 
 /** A real app on a real database: a fresh SQLite file, or a fresh PostgreSQL schema. */
 export async function createTestApp(dialect: TestDialect, options: TestAppOptions = {}): Promise<TestApp> {
   const shared = options.shareWith?.env;
-  const dataDir = shared?.PARLEY_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'parley-test-'));
+  const ownsDataDir = !shared?.PARLEY_DATA_DIR || options.ownDataDir === true;
+  const dataDir =
+    !ownsDataDir && shared?.PARLEY_DATA_DIR ? shared.PARLEY_DATA_DIR : mkdtempSync(join(tmpdir(), 'parley-test-'));
   const schema = shared?.PARLEY_PG_SCHEMA ?? `t_${randomBase62(12).toLowerCase()}`;
   const env: Record<string, string> = {
     PARLEY_DATA_DIR: dataDir,
     PARLEY_REGION: options.region ?? 'us',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    ...(dialect === 'postgres' && PG_URL ? { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: schema } : {}),
+    ...(dialect === 'postgres' && PG_URL ? { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: schema, ...PG_SECRETS } : {}),
     ...options.env,
   };
   const config = loadConfig({}, env);
@@ -52,6 +70,7 @@ export async function createTestApp(dialect: TestDialect, options: TestAppOption
   const ctx = await createContext(config, region, {
     logger: createLogger(config),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.workJobs === false ? { workJobs: false } : {}),
   });
   const app = await buildApp(ctx, { logRequests: false });
   await app.ready();
@@ -64,9 +83,8 @@ export async function createTestApp(dialect: TestDialect, options: TestAppOption
     async close() {
       await app.close();
       await ctx.close();
-      if (!owner) return;
-      if (dialect === 'postgres' && PG_URL) await dropPostgresSchema(PG_URL, schema);
-      rmSync(dataDir, { recursive: true, force: true });
+      if (owner && dialect === 'postgres' && PG_URL) await dropPostgresSchema(PG_URL, schema);
+      if (ownsDataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

@@ -21,7 +21,7 @@ import type { Permission } from '../../src/keys/permissions.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { AppError } from '../../src/shared/errors.js';
 import { randomBase62 } from '../../src/shared/ids.js';
-import { PG_URL, type TestApp, type TestDialect } from './app.js';
+import { PG_SECRETS, PG_URL, type TestApp, type TestDialect } from './app.js';
 
 export const PROBE_CODED = '/api/__probe/coded';
 export const PROBE_CHANNEL = '/api/channels/__probe';
@@ -59,7 +59,7 @@ export async function createProbeApp(dialect: TestDialect, options: ProbeOptions
     PARLEY_DATA_DIR: dataDir,
     PARLEY_REGION: 'us',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    ...(dialect === 'postgres' && PG_URL ? { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: schema } : {}),
+    ...(dialect === 'postgres' && PG_URL ? { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: schema, ...PG_SECRETS } : {}),
     ...options.env,
   };
   const config = loadConfig({}, env);

@@ -6,6 +6,8 @@ import { idempotency } from './0004-idempotency.js';
 import { webhookInbox } from './0005-webhook-inbox.js';
 import { webhookDeadLetters } from './0006-webhook-dead-letters.js';
 import { endUserSearch } from './0007-end-user-search.js';
+import { jobs } from './0008-jobs.js';
+import { conversations } from './0009-conversations.js';
 
 /**
  * Every migration, in order. Names sort lexically; add new ones at the end with the next number.
@@ -19,6 +21,8 @@ export const migrations: Record<string, Migration> = {
   '0005-webhook-inbox': webhookInbox,
   '0006-webhook-dead-letters': webhookDeadLetters,
   '0007-end-user-search': endUserSearch,
+  '0008-jobs': jobs,
+  '0009-conversations': conversations,
 };
 
 export const migrationProvider: MigrationProvider = {

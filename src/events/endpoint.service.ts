@@ -1,0 +1,257 @@
+import { randomBytes } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.js';
+import type { JobRunner } from '../jobs/job-runner.js';
+import { clip } from '../shared/clip.js';
+import type { Clock } from '../shared/clock.js';
+import { AppError } from '../shared/errors.js';
+import { newId } from '../shared/ids.js';
+import { EVENT_DELIVERY_QUEUE, EVENT_TYPES, type EventDeliveryJob, isEventType } from './event.service.js';
+import type { EventDeliveryStatus, EventDeliveryTable, EventEndpointTable } from './event.tables.js';
+
+/** How long the secret before a rotation keeps signing, so receivers can switch without a gap. */
+export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
+export interface EventEndpoint {
+  readonly id: string;
+  readonly orgId: string;
+  readonly url: string;
+  readonly agentId: string | null;
+  readonly events: readonly string[];
+  readonly disabledAt: number | null;
+  readonly disabledReason: string | null;
+  readonly createdAt: number;
+}
+
+export interface EventDelivery {
+  readonly id: string;
+  readonly endpointId: string;
+  readonly eventId: string;
+  readonly type: string;
+  readonly status: EventDeliveryStatus;
+  readonly attempts: number;
+  readonly lastStatusCode: number | null;
+  readonly lastError: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+  readonly deliveredAt: number | null;
+}
+
+const invalid = (message: string) => new AppError('INVALID_BODY', message);
+
+export const toEndpoint = (row: EventEndpointTable): EventEndpoint => ({
+  id: row.id,
+  orgId: row.org_id,
+  url: row.url,
+  agentId: row.agent_id,
+  events: row.events === '*' ? ['*'] : row.events.split(','),
+  disabledAt: row.disabled_at === null ? null : Number(row.disabled_at),
+  disabledReason: row.disabled_reason,
+  createdAt: Number(row.created_at),
+});
+
+export const toDelivery = (row: EventDeliveryTable): EventDelivery => ({
+  id: row.id,
+  endpointId: row.endpoint_id,
+  eventId: row.event_id,
+  type: row.event_type,
+  status: row.status,
+  attempts: Number(row.attempts),
+  lastStatusCode: row.last_status_code === null ? null : Number(row.last_status_code),
+  lastError: row.last_error,
+  createdAt: Number(row.created_at),
+  updatedAt: Number(row.updated_at),
+  deliveredAt: row.delivered_at === null ? null : Number(row.delivered_at),
+});
+
+/** A new signing secret: `whsec_` and 32 random bytes in base64, as Standard Webhooks libraries expect. */
+export const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
+
+/** An http(s) URL without credentials; where it points is checked at each delivery. */
+export function checkEndpointUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw invalid(`'${clip(raw, 200)}' is not a URL; give an http:// or https:// address.`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw invalid(`An endpoint URL must be http:// or https://, not ${clip(url.protocol, 20)}`);
+  }
+  if (url.username || url.password) throw invalid('An endpoint URL must not carry a user name or password.');
+  if (raw.length > 2048) throw invalid('An endpoint URL must be at most 2048 characters.');
+  return url.toString();
+}
+
+/** `a,b` or `*` (all); every name must be an event type. */
+export function parseEvents(raw: string | undefined): string {
+  if (raw === undefined || raw.trim() === '' || raw.trim() === '*') return '*';
+  const names = [...new Set(raw.split(',').map((e) => e.trim()))];
+  const unknown = names.filter((e) => !isEventType(e));
+  if (unknown.length > 0 || names.length === 0) {
+    throw invalid(
+      `Unknown event type ${unknown.map((e) => `'${clip(e, 40)}'`).join(', ')}; known: ${EVENT_TYPES.join(', ')}.`,
+    );
+  }
+  return names.join(',');
+}
+
+export async function createEndpoint(
+  db: Kysely<DB>,
+  clock: Clock,
+  input: { orgId: string; url: string; agentId?: string; events?: string },
+): Promise<EventEndpoint & { secret: string }> {
+  const url = checkEndpointUrl(input.url);
+  const events = parseEvents(input.events);
+  if (input.agentId !== undefined) {
+    const agent = await db
+      .selectFrom('agents')
+      .select('id')
+      .where('org_id', '=', input.orgId)
+      .where('id', '=', input.agentId)
+      .executeTakeFirst();
+    if (!agent) throw new AppError('NOT_FOUND', `No agent '${clip(input.agentId, 64)}' in this organization.`);
+  }
+  const row: EventEndpointTable = {
+    id: newId('ep'),
+    org_id: input.orgId,
+    agent_id: input.agentId ?? null,
+    url,
+    events,
+    secret: newSecret(),
+    previous_secret: null,
+    previous_secret_until: null,
+    disabled_at: null,
+    disabled_reason: null,
+    failing_since: null,
+    created_at: clock.now(),
+  };
+  await db.insertInto('event_endpoints').values(row).execute();
+  return { ...toEndpoint(row), secret: row.secret };
+}
+
+export async function listEndpoints(db: Kysely<DB>, orgId: string): Promise<EventEndpoint[]> {
+  const rows = await db
+    .selectFrom('event_endpoints')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map(toEndpoint);
+}
+
+async function endpointOf(db: Kysely<DB>, orgId: string, id: string): Promise<EventEndpointTable> {
+  const row = await db
+    .selectFrom('event_endpoints')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!row) throw new AppError('NOT_FOUND', `No endpoint '${clip(id, 64)}' in this organization.`);
+  return row;
+}
+
+/** Deletes the endpoint and its deliveries; queued deliveries find it gone and stop. */
+export async function deleteEndpoint(db: Kysely<DB>, orgId: string, id: string): Promise<void> {
+  await endpointOf(db, orgId, id);
+  await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('event_deliveries').where('endpoint_id', '=', id).execute();
+    await trx.deleteFrom('event_endpoints').where('id', '=', id).where('org_id', '=', orgId).execute();
+  });
+}
+
+/** A new secret; the old one keeps signing for 24 hours beside it. Re-enables nothing. */
+export async function rotateEndpointSecret(
+  db: Kysely<DB>,
+  clock: Clock,
+  orgId: string,
+  id: string,
+): Promise<{ id: string; secret: string; previousSecretValidUntil: number }> {
+  const row = await endpointOf(db, orgId, id);
+  const secret = newSecret();
+  const until = clock.now() + ROTATION_OVERLAP_MS;
+  await db
+    .updateTable('event_endpoints')
+    .set({ secret, previous_secret: row.secret, previous_secret_until: until })
+    .where('id', '=', id)
+    .execute();
+  return { id, secret, previousSecretValidUntil: until };
+}
+
+/** Turns a disabled endpoint back on (its failed deliveries stay failed until replayed). */
+export async function enableEndpoint(db: Kysely<DB>, orgId: string, id: string): Promise<EventEndpoint> {
+  await endpointOf(db, orgId, id);
+  await db
+    .updateTable('event_endpoints')
+    .set({ disabled_at: null, disabled_reason: null, failing_since: null })
+    .where('id', '=', id)
+    .execute();
+  return toEndpoint(await endpointOf(db, orgId, id));
+}
+
+export async function listDeliveries(
+  db: Kysely<DB>,
+  orgId: string,
+  endpointId: string,
+  options: { failed?: boolean; limit?: number } = {},
+): Promise<EventDelivery[]> {
+  await endpointOf(db, orgId, endpointId);
+  let query = db.selectFrom('event_deliveries').selectAll().where('endpoint_id', '=', endpointId);
+  if (options.failed) query = query.where('status', '=', 'failed');
+  const rows = await query
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(options.limit ?? 100)
+    .execute();
+  return rows.map(toDelivery);
+}
+
+/** Sends a delivery again from its first attempt (same event ID); re-enables nothing. */
+export async function replayDelivery(
+  db: Kysely<DB>,
+  jobs: JobRunner,
+  clock: Clock,
+  orgId: string,
+  deliveryId: string,
+): Promise<EventDelivery> {
+  const row = await db
+    .selectFrom('event_deliveries')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('id', '=', deliveryId)
+    .executeTakeFirst();
+  if (!row) throw new AppError('NOT_FOUND', `No delivery '${clip(deliveryId, 64)}' in this organization.`);
+  if (row.status === 'pending') throw new AppError('INVALID_BODY', `Delivery '${deliveryId}' is still pending.`);
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('event_deliveries')
+      .set({ status: 'pending', updated_at: clock.now() })
+      .where('id', '=', deliveryId)
+      .execute();
+    await jobs.enqueue<EventDeliveryJob>(EVENT_DELIVERY_QUEUE, { deliveryId }, { db: trx });
+  });
+  jobs.wake(EVENT_DELIVERY_QUEUE);
+  return toDelivery({ ...row, status: 'pending' });
+}
+
+/** The organization of an endpoint or of a delivery, for commands that name only its ID. */
+export async function orgOf(db: Kysely<DB>, what: { endpointId?: string; deliveryId?: string }): Promise<string> {
+  const row =
+    what.endpointId !== undefined
+      ? await db.selectFrom('event_endpoints').select('org_id').where('id', '=', what.endpointId).executeTakeFirst()
+      : await db
+          .selectFrom('event_deliveries')
+          .select('org_id')
+          .where('id', '=', what.deliveryId ?? '')
+          .executeTakeFirst();
+  if (!row) {
+    throw new AppError(
+      'NOT_FOUND',
+      what.endpointId !== undefined
+        ? `No endpoint '${clip(what.endpointId, 64)}'.`
+        : `No delivery '${clip(what.deliveryId ?? '', 64)}'.`,
+    );
+  }
+  return row.org_id;
+}

@@ -1,0 +1,110 @@
+import { createHash } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.js';
+import type { JobRunner } from '../jobs/job-runner.js';
+import type { Clock } from '../shared/clock.js';
+import { newId } from '../shared/ids.js';
+
+/** Every kind of event an endpoint can receive. */
+export const EVENT_TYPES = [
+  'conversation.started',
+  'message.received',
+  'message.status',
+  'conversation.closed',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const isEventType = (value: string): value is EventType => (EVENT_TYPES as readonly string[]).includes(value);
+
+/** The job queue of event deliveries. */
+export const EVENT_DELIVERY_QUEUE = 'event-delivery';
+
+/** What a delivery job carries. */
+export interface EventDeliveryJob {
+  readonly deliveryId: string;
+}
+
+export interface EventToEmit {
+  /**
+   * The event's ID, the `webhook-id` of every delivery of it. Derived from what raised the event
+   * (`eventId()`), so that work which runs again (a retried job) raises the same event, which each
+   * endpoint then receives once.
+   */
+  readonly id: string;
+  readonly type: EventType;
+  readonly orgId: string;
+  /** The agent the event is about: endpoints bound to another agent never receive it. */
+  readonly agentId: string;
+  readonly data: Record<string, unknown>;
+  /** When it happened (ms); the body's `timestamp`. */
+  readonly at: number;
+}
+
+/** The parts of the context emitting needs (a service verb passes its own, or a transaction's db). */
+export interface EventDeps {
+  readonly db: Kysely<DB>;
+  readonly jobs: JobRunner;
+  readonly clock: Clock;
+}
+
+/** A stable event ID for `type` raised by `key` (a provider message ID and status, a conversation ID...). */
+export function eventId(type: EventType, key: string): string {
+  return `evt_${createHash('sha256').update(`${type}\u0000${key}`).digest('base64url').slice(0, 27)}`;
+}
+
+/** The JSON body every endpoint receives: `{"type", "timestamp", "data"}`. */
+export function eventBody(event: Pick<EventToEmit, 'type' | 'data' | 'at'>): string {
+  return JSON.stringify({ type: event.type, timestamp: new Date(event.at).toISOString(), data: event.data });
+}
+
+/**
+ * Records one delivery of the event per endpoint that wants it (the organization's endpoints not
+ * bound to another agent, enabled, subscribed to its type) and queues them, in one transaction (or
+ * in the caller's, `deps.db` being one): nothing raised is lost, and nothing is delivered twice
+ * to an endpoint. Resolves with the deliveries made now.
+ */
+export async function emitEvent(deps: EventDeps, event: EventToEmit): Promise<string[]> {
+  const run = async (trx: Kysely<DB>) => {
+    const endpoints = await trx
+      .selectFrom('event_endpoints')
+      .select(['id', 'events'])
+      .where('org_id', '=', event.orgId)
+      .where('disabled_at', 'is', null)
+      .where((eb) => eb.or([eb('agent_id', 'is', null), eb('agent_id', '=', event.agentId)]))
+      .execute();
+    const wanted = endpoints.filter((e) => e.events === '*' || e.events.split(',').includes(event.type));
+    if (wanted.length === 0) return [];
+    const now = deps.clock.now();
+    const payload = eventBody(event);
+    const made: string[] = [];
+    for (const endpoint of wanted) {
+      const id = newId('dlv');
+      const inserted = await trx
+        .insertInto('event_deliveries')
+        .values({
+          id,
+          endpoint_id: endpoint.id,
+          org_id: event.orgId,
+          event_id: event.id,
+          event_type: event.type,
+          payload,
+          status: 'pending',
+          attempts: 0,
+          last_status_code: null,
+          last_error: null,
+          created_at: now,
+          updated_at: now,
+          delivered_at: null,
+        })
+        .onConflict((oc) => oc.columns(['endpoint_id', 'event_id']).doNothing())
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) continue;
+      await deps.jobs.enqueue<EventDeliveryJob>(EVENT_DELIVERY_QUEUE, { deliveryId: id }, { db: trx });
+      made.push(id);
+    }
+    return made;
+  };
+  const made = deps.db.isTransaction ? await run(deps.db) : await deps.db.transaction().execute(run);
+  if (made.length > 0 && !deps.db.isTransaction) deps.jobs.wake(EVENT_DELIVERY_QUEUE);
+  return made;
+}

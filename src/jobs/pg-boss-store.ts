@@ -1,0 +1,156 @@
+import { CompiledQuery, type Kysely } from 'kysely';
+import type PgBoss from 'pg-boss';
+import type { Logger } from 'pino';
+import { withStartupLock } from '../db/database.js';
+import type { DB } from '../db/schema.js';
+import type { ClaimedJob, JobStore } from './job-runner.js';
+
+/** What a pg-boss job's data holds: the payload and the attempt it is at. */
+interface Envelope {
+  readonly p: unknown;
+  readonly a: number;
+}
+
+/**
+ * pg-boss runs its SQL through Parley's own pool (or a caller's transaction). Its locked commands
+ * are one text holding `BEGIN; ...; COMMIT;`: one that fails part-way would leave its connection
+ * inside an aborted transaction, so those run on a connection of their own that is rolled back on
+ * failure before it goes back to the pool.
+ */
+function executorOf(db: Kysely<DB>): PgBoss.Db {
+  return {
+    async executeSql(text: string, values: unknown[] = []) {
+      if (!/^\s*BEGIN\b/i.test(text)) {
+        const result = await db.executeQuery(CompiledQuery.raw(text, values));
+        return { rows: result.rows as unknown[] };
+      }
+      return db.connection().execute(async (conn) => {
+        try {
+          const result = await conn.executeQuery(CompiledQuery.raw(text, values));
+          return { rows: result.rows as unknown[] };
+        } catch (err) {
+          await conn.executeQuery(CompiledQuery.raw('ROLLBACK', [])).catch(() => undefined);
+          throw err;
+        }
+      });
+    },
+  };
+}
+
+const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+export interface PgBossStoreOptions {
+  readonly db: Kysely<DB>;
+  /** The region's schema; pg-boss's tables live in it beside Parley's. */
+  readonly schema: string;
+  readonly leaseMs: number;
+  readonly logger: Logger;
+}
+
+/**
+ * Jobs in pg-boss, shared by every node of a region. pg-boss claims with `FOR UPDATE SKIP LOCKED`
+ * (a job runs on one node at a time) and fails over an active job whose `expire_in` has passed
+ * since `started_on`; the runner renews `started_on` while a handler runs (a lease), and runs
+ * pg-boss's expiry every third of a lease on each node, so a job of a dead node runs again within
+ * seconds. Retries follow the runner's schedule: a failed job goes back to `retry` with its own
+ * `start_after`, keeping its ID.
+ */
+export async function createPgBossStore(options: PgBossStoreOptions): Promise<JobStore> {
+  const { default: PgBossClass } = await import('pg-boss');
+  const { db, schema, leaseMs, logger } = options;
+  const executor = executorOf(db);
+  const expireInSeconds = Math.max(1, Math.ceil(leaseMs / 1000));
+  const boss = new PgBossClass({
+    db: executor,
+    schema,
+    migrate: true,
+    schedule: false,
+    supervise: true,
+    // Archiving and deleting of finished jobs; expiry runs more often below.
+    maintenanceIntervalSeconds: 60,
+    archiveCompletedAfterSeconds: 3600,
+    archiveFailedAfterSeconds: 3600,
+    deleteAfterDays: 1,
+  });
+  boss.on('error', (err: unknown) => logger.warn({ err }, 'job store maintenance failed; it runs again shortly'));
+  const table = `${quote(schema)}.job`;
+  let expiry: NodeJS.Timeout | undefined;
+  let started = false;
+
+  return {
+    kind: 'pg-boss',
+    async init(queues) {
+      // Nodes starting at once: one installs or migrates pg-boss's tables, the others wait and find
+      // them there (pg-boss's own lock would let them fail on objects made meanwhile); under the
+      // same lock as Parley's own migrations, so neither deadlocks the other in the catalog.
+      await withStartupLock(db, async () => {
+        await boss.start();
+        started = true;
+        for (const name of queues) {
+          if (await boss.getQueue(name)) continue;
+          // Crashes (lapsed leases) are retried up to 20 times in a row; handler failures follow the runner's schedule.
+          await boss.createQueue(name, { name, policy: 'standard', retryLimit: 20, retryDelay: 0, expireInSeconds });
+        }
+      });
+      expiry = setInterval(
+        () => {
+          boss.expire().catch((err: unknown) => logger.warn({ err }, 'could not expire lapsed job leases'));
+        },
+        Math.max(1000, Math.floor(leaseMs / 3)),
+      );
+      expiry.unref();
+    },
+    async insert(queue, payload, attempt, runAt, trx) {
+      const data: Envelope = { p: payload, a: attempt };
+      const id = await boss.send(queue, data as object, {
+        startAfter: new Date(runAt),
+        ...(trx ? { db: executorOf(trx) } : {}),
+      });
+      if (!id) throw new Error(`job store refused a job of queue "${queue}"`);
+      return id;
+    },
+    async claim(queue, limit) {
+      const jobs = await boss.fetch<Envelope>(queue, { batchSize: limit });
+      return (jobs ?? []).map(
+        (j): ClaimedJob => ({ id: j.id, queue, payload: j.data?.p, attempt: Number(j.data?.a ?? 1) }),
+      );
+    },
+    async extend(queue, ids) {
+      await executor.executeSql(
+        `update ${table} set started_on = now() where name = $1 and id = any($2::uuid[]) and state = 'active'`,
+        [queue, [...ids]],
+      );
+    },
+    async complete(job, trx) {
+      await boss.complete(job.queue, job.id, {}, trx ? { db: executorOf(trx) } : {});
+    },
+    async reschedule(job, attempt, runAt, error) {
+      // Back to waiting with the runner's delay; started_on and retry_count are cleared so that a
+      // later lapse of a lease counts from zero.
+      await executor.executeSql(
+        `update ${table}
+            set state = 'retry', start_after = $3, started_on = null, retry_count = 0,
+                data = jsonb_set(data, '{a}', to_jsonb($4::int)), output = jsonb_build_object('message', $5::text)
+          where name = $1 and id = $2 and state = 'active'`,
+        [job.queue, job.id, new Date(runAt), attempt, error],
+      );
+    },
+    async counts() {
+      const { rows } = await executor.executeSql(
+        `select name, count(*) filter (where state in ('created', 'retry')) as queued,
+                count(*) filter (where state = 'active') as running
+           from ${table} where state < 'completed' group by name`,
+        [],
+      );
+      return (rows as { name: string; queued: string | number; running: string | number }[]).map((r) => ({
+        queue: r.name,
+        queued: Number(r.queued),
+        running: Number(r.running),
+      }));
+    },
+    async close() {
+      if (expiry) clearInterval(expiry);
+      if (started) await boss.stop({ graceful: false, close: false, wait: true });
+    },
+  };
+}

@@ -1,0 +1,222 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/context.js';
+import { type JobInfo, type JobRunner, RetryLater } from '../src/jobs/job-runner.js';
+import { createJobRunner } from '../src/jobs/jobs.js';
+import { randomBase62 } from '../src/shared/ids.js';
+import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
+import { runCli } from './helpers/cli.js';
+
+/** Polls `check` until it holds; a generous deadline, never a fixed wait. */
+async function until(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe.each(DIALECTS)('job runner (%s)', (dialect) => {
+  let t: TestApp;
+  const runners: JobRunner[] = [];
+
+  /** A runner of its own on the test app's database, as a second node would have. */
+  async function runner(
+    define: (r: JobRunner) => void,
+    options: { leaseMs?: number; start?: boolean } = {},
+  ): Promise<JobRunner> {
+    const config = { ...t.ctx.config, jobs: { leaseMs: options.leaseMs ?? 1_000, pollMs: 20 } };
+    const r = await createJobRunner(
+      config,
+      t.ctx.region.database,
+      t.ctx.database,
+      t.ctx.clock,
+      createLogger(t.ctx.config),
+    );
+    define(r);
+    await r.init();
+    if (options.start !== false) r.start();
+    runners.push(r);
+    return r;
+  }
+
+  beforeAll(async () => {
+    t = await createTestApp(dialect);
+  });
+  afterAll(async () => {
+    for (const r of runners) await r.stop();
+    await t.close();
+  });
+
+  it('runs a job once, then forgets it', async () => {
+    const queue = `q_${randomBase62(6).toLowerCase()}`;
+    const seen: unknown[] = [];
+    const r = await runner((x) =>
+      x.define<{ n: number }>({
+        name: queue,
+        handler: async (payload) => {
+          seen.push(payload);
+        },
+      }),
+    );
+    await r.enqueue(queue, { n: 1 });
+    await r.enqueue(queue, { n: 2 });
+    await r.drained([queue]);
+    expect(seen).toEqual(expect.arrayContaining([{ n: 1 }, { n: 2 }]));
+    expect(seen).toHaveLength(2);
+    expect((await r.counts()).filter((c) => c.queue === queue)).toEqual([
+      { queue, state: 'queued', count: 0 },
+      { queue, state: 'running', count: 0 },
+      { queue, state: 'dead', count: 0 },
+    ]);
+  });
+
+  it('retries on its schedule, keeps the last failure as a dead letter, and replays it', async () => {
+    const queue = `q_${randomBase62(6).toLowerCase()}`;
+    const attempts: JobInfo[] = [];
+    let healthy = false;
+    const r = await runner((x) =>
+      x.define<{ order: string }>({
+        name: queue,
+        retryDelaysMs: [50, 50],
+        handler: async (_payload, job) => {
+          attempts.push(job);
+          if (!healthy) throw new Error(`downstream refused attempt ${job.attempt}`);
+        },
+      }),
+    );
+    const id = await r.enqueue(queue, { order: 'A1' });
+    await until(async () => (await r.listDead(queue)).length === 1, 'the dead letter');
+    expect(attempts.map((a) => [a.attempt, a.maxAttempts])).toEqual([
+      [1, 3],
+      [2, 3],
+      [3, 3],
+    ]);
+    // The same job all along, kept under its own ID.
+    expect(new Set(attempts.map((a) => a.id))).toEqual(new Set([id]));
+    const [dead] = await r.listDead(queue);
+    expect(dead).toMatchObject({
+      id,
+      queue,
+      payload: { order: 'A1' },
+      attempts: 3,
+      error: 'downstream refused attempt 3',
+    });
+    expect((await r.counts()).find((c) => c.queue === queue && c.state === 'dead')?.count).toBe(1);
+
+    // The CLI lists it, and replays it onto the queue, where this runner works it.
+    const listed = await runCli(['jobs', 'dead', '--queue', queue, '--json'], t.env);
+    expect(listed.code).toBe(0);
+    expect(listed.json()).toEqual([
+      { id, queue, attempts: 3, error: 'downstream refused attempt 3', failedAt: expect.any(Number) },
+    ]);
+    healthy = true;
+    const replayed = await runCli(['jobs', 'replay', '--queue', queue, '--json'], t.env);
+    expect(replayed.code).toBe(0);
+    expect(replayed.json()).toEqual({ replayed: 1, ids: [id] });
+    await until(() => attempts.length === 4, 'the replayed run');
+    expect(attempts[3]?.attempt).toBe(1);
+    await r.drained([queue]);
+    expect(await r.listDead(queue)).toEqual([]);
+    const none = await runCli(['jobs', 'replay', '--id', 'job_nope'], t.env);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain('no dead job "job_nope"');
+  });
+
+  it('RetryLater runs the job again without spending an attempt', async () => {
+    const queue = `q_${randomBase62(6).toLowerCase()}`;
+    const seen: number[] = [];
+    const r = await runner((x) =>
+      x.define({
+        name: queue,
+        retryDelaysMs: [],
+        handler: async (_p, job) => {
+          seen.push(job.attempt);
+          if (seen.length < 3) throw new RetryLater(30, 'the number is busy');
+        },
+      }),
+    );
+    await r.enqueue(queue, {});
+    await r.drained([queue]);
+    expect(seen).toEqual([1, 1, 1]);
+    expect(await r.listDead(queue)).toEqual([]);
+  });
+
+  it('never runs more jobs of a queue at once than its concurrency', async () => {
+    const queue = `q_${randomBase62(6).toLowerCase()}`;
+    let running = 0;
+    let most = 0;
+    let done = 0;
+    const r = await runner((x) =>
+      x.define({
+        name: queue,
+        concurrency: 3,
+        handler: async () => {
+          running++;
+          most = Math.max(most, running);
+          await new Promise((resolve) => setTimeout(resolve, 30));
+          running--;
+          done++;
+        },
+      }),
+    );
+    for (let i = 0; i < 12; i++) await r.enqueue(queue, { i });
+    await r.drained([queue]);
+    expect(done).toBe(12);
+    expect(most).toBeLessThanOrEqual(3);
+    expect(most).toBeGreaterThan(1);
+  });
+
+  it('a job claimed by a node that died runs again on another node once its lease lapses', async () => {
+    const queue = `q_${randomBase62(6).toLowerCase()}`;
+    const ran: string[] = [];
+    const define = (x: JobRunner) =>
+      x.define<{ id: string }>({
+        name: queue,
+        handler: async (payload) => {
+          ran.push(payload.id);
+        },
+      });
+    // The dying node: it claims the job (its store marks it running) and is never heard of again.
+    const dying = await runner(define, { start: false, leaseMs: 1_000 });
+    await dying.enqueue(queue, { id: 'orphan' });
+    const store = (dying as unknown as { options: { store: import('../src/jobs/job-runner.js').JobStore } }).options
+      .store;
+    const claimed = await store.claim(queue, 1, 1_000);
+    expect(claimed.map((j) => j.payload)).toEqual([{ id: 'orphan' }]);
+    const claimedAt = Date.now();
+
+    const survivor = await runner(define, { leaseMs: 1_000 });
+    await until(() => ran.length === 1, 'the orphaned job to run on the surviving node', 15_000);
+    expect(ran).toEqual(['orphan']);
+    // Not before the lease lapsed: no job runs twice at the same time.
+    expect(Date.now() - claimedAt).toBeGreaterThanOrEqual(900);
+    await survivor.drained([queue]);
+  });
+
+  it('a running job keeps its lease while its handler outlives it', async () => {
+    const queue = `q_${randomBase62(6).toLowerCase()}`;
+    let starts = 0;
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const define = (x: JobRunner) =>
+      x.define({
+        name: queue,
+        handler: async () => {
+          starts++;
+          await released;
+        },
+      });
+    const a = await runner(define, { leaseMs: 2_000 });
+    await runner(define, { leaseMs: 2_000 });
+    await a.enqueue(queue, {});
+    await until(() => starts === 1, 'the job to start');
+    // Over two leases long: the heartbeat keeps it claimed, so the other node never starts it.
+    await new Promise((resolve) => setTimeout(resolve, 4_500));
+    expect(starts).toBe(1);
+    release();
+    await a.drained([queue]);
+    expect(starts).toBe(1);
+  });
+});

@@ -1,0 +1,224 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBase62 } from '../src/shared/ids.js';
+import { createTestApp, PG_SECRETS, PG_URL, REDIS_URL, type TestApp } from './helpers/app.js';
+import { freePort, runCli, type ServeProcess, startServe } from './helpers/cli.js';
+import { inboundPayload, makeSendingTenant, randomPhone, signedWebhook, templateSend } from './helpers/messaging.js';
+
+/**
+ * Three `parley serve` processes on one PostgreSQL schema and one Redis, as a deployment behind a
+ * load balancer runs them: what one node does, every node must see.
+ */
+const NODES = 3;
+const RATE_LIMIT = 8;
+
+type Node = ServeProcess & { url: string; name: string; dataDir: string };
+
+async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe.skipIf(!PG_URL || !REDIS_URL)('several nodes as one (PostgreSQL + Redis)', () => {
+  const schema = `mn_${randomBase62(10).toLowerCase()}`;
+  const prefix = `parley_mn_${randomBase62(6)}`;
+  const nodes: Node[] = [];
+  let setup: TestApp;
+  let admin: pg.Client;
+
+  const common = (): Record<string, string> => ({
+    PARLEY_PG_SCHEMA: schema,
+    REDIS_URL: REDIS_URL ?? '',
+    PARLEY_REDIS_PREFIX: prefix,
+    PARLEY_SEND_RATE_LIMIT: String(RATE_LIMIT),
+    PARLEY_SEND_RATE_LIMIT_ORG: '1000',
+    ...PG_SECRETS,
+  });
+  /** Each node names itself to PostgreSQL, so the test can tell whose backend is doing what. */
+  const nodeUrl = (name: string) => {
+    const url = new URL(PG_URL ?? '');
+    url.searchParams.set('application_name', name);
+    return url.toString();
+  };
+
+  beforeAll(async () => {
+    // Three nodes starting at once on a fresh database: all of them come up (schema, migrations
+    // and the job store are created under locks).
+    const names = Array.from({ length: NODES }, (_, i) => `parley-${schema}-${i}`);
+    const started = await Promise.allSettled(
+      names.map(async (name) => {
+        const port = await freePort();
+        const dataDir = mkdtempSync(join(tmpdir(), 'parley-node-'));
+        const p = await startServe(['--port', String(port)], {
+          ...common(),
+          DATABASE_URL: nodeUrl(name),
+          PARLEY_DATA_DIR: dataDir,
+        });
+        const url = p.ready.regions[0]?.url ?? '';
+        return { ...p, url, name, dataDir };
+      }),
+    );
+    // Every node that did start is stopped by afterAll, even when another one failed.
+    for (const s of started) if (s.status === 'fulfilled') nodes.push(s.value);
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    setup = await createTestApp('postgres', { env: common(), workJobs: false });
+    admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(nodes.map((n) => n.stop()));
+    for (const n of nodes) rmSync(n.dataDir, { recursive: true, force: true });
+    await admin?.end();
+    await setup?.close();
+  });
+
+  it('all nodes came up and are ready', async () => {
+    expect(nodes).toHaveLength(NODES);
+    for (const n of nodes) {
+      const res = await fetch(`${n.url}/api/health`);
+      expect(res.status).toBe(200);
+    }
+  });
+
+  it('a key revoked from the CLI is refused by every node on the next request', async () => {
+    const { org, orgKey } = await makeSendingTenant(setup.ctx);
+    for (const n of nodes) {
+      const res = await fetch(`${n.url}/api/endusers`, { headers: orgKey.auth });
+      expect(res.status).toBe(200);
+    }
+    const revoked = await runCli(['key', 'revoke', '--org', org.id, '--id', orgKey.id], {
+      ...setup.env,
+      PARLEY_DATA_DIR: mkdtempSync(join(tmpdir(), 'parley-cli-')),
+    });
+    expect(revoked.code).toBe(0);
+    for (const n of nodes) {
+      const res = await fetch(`${n.url}/api/endusers`, { headers: orgKey.auth });
+      expect(res.status).toBe(401);
+      expect(await res.json()).toMatchObject({ code: 'UNAUTHORIZED' });
+    }
+  });
+
+  it('the send rate limit is exact across nodes', async () => {
+    const { agentKey } = await makeSendingTenant(setup.ctx);
+    const send = (n: Node) =>
+      fetch(`${n.url}/api/channels/send`, {
+        method: 'POST',
+        headers: { ...agentKey.auth, 'content-type': 'application/json' },
+        body: JSON.stringify(templateSend()),
+      });
+    const statuses: number[] = [];
+    for (let i = 0; i < RATE_LIMIT; i++) statuses.push((await send(nodes[i % NODES] as Node)).status);
+    expect(statuses).toEqual(Array(RATE_LIMIT).fill(200));
+    for (const n of nodes) {
+      const refused = await send(n);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('60');
+      expect(await refused.json()).toEqual({ success: false, error: expect.any(String) });
+    }
+  });
+
+  it('one Idempotency-Key sent to two nodes at once sends once', async () => {
+    const { agentKey } = await makeSendingTenant(setup.ctx);
+    const to = randomPhone();
+    const body = JSON.stringify(templateSend(undefined, to));
+    const idempotencyKey = `idem-${randomBase62(10)}`;
+    const [a, b] = await Promise.all(
+      [nodes[0], nodes[1]].map((n) =>
+        fetch(`${n?.url}/api/channels/send`, {
+          method: 'POST',
+          headers: { ...agentKey.auth, 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+          body,
+        }),
+      ),
+    );
+    const answers = [
+      { status: a?.status, body: await a?.json() },
+      { status: b?.status, body: await b?.json() },
+    ];
+    const ok = answers.filter((x) => x.status === 200);
+    expect(ok.length).toBeGreaterThanOrEqual(1);
+    // The other one is the same answer replayed, or told the first is still in flight.
+    for (const x of answers) {
+      if (x.status === 200) expect(x.body).toEqual(ok[0]?.body);
+      else expect(x).toEqual({ status: 409, body: { success: false, error: expect.any(String) } });
+    }
+    const sent = await setup.ctx.db.selectFrom('messages').select('id').where('to_phone', '=', to).execute();
+    expect(sent).toHaveLength(1);
+  });
+
+  it('a node killed with kill -9 after acknowledging a provider webhook: another node applies it within 10 s', async () => {
+    const { number } = await makeSendingTenant(setup.ctx);
+    const from = randomPhone();
+    const messageId = `wamid.killed${randomBase62(10)}`;
+    const { body, headers } = signedWebhook(
+      PG_SECRETS.PARLEY_WEBHOOK_APP_SECRET,
+      inboundPayload(number.phoneNumberId, from, messageId, 'are you there?'),
+    );
+    // Hold the table the job writes to, so the node that claims the job is caught in the middle.
+    const blocker = new pg.Client({ connectionString: PG_URL });
+    await blocker.connect();
+    let victim: Node | undefined;
+    try {
+      await blocker.query(`set search_path = ${schema}`);
+      await blocker.query('begin');
+      await blocker.query('lock table inbound_messages in exclusive mode');
+      const target = nodes[2] as Node;
+      const ack = await fetch(`${target.url}/webhooks/msgapp`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body,
+      });
+      expect(ack.status).toBe(200);
+      expect(await ack.json()).toEqual({ received: 1 });
+      // Whichever node claimed the job is now waiting on the lock: that is the one to kill.
+      let holder: string | undefined;
+      await until(async () => {
+        const { rows } = await admin.query<{ application_name: string }>(
+          "select application_name from pg_stat_activity where wait_event_type = 'Lock' and application_name like $1",
+          [`parley-${schema}-%`],
+        );
+        holder = rows[0]?.application_name;
+        return holder !== undefined;
+      }, 'a node to claim the webhook job');
+      victim = nodes.find((n) => n.name === holder);
+      expect(victim).toBeDefined();
+      victim?.child.kill('SIGKILL');
+      await victim?.stop();
+    } finally {
+      await blocker.query('rollback').catch(() => undefined);
+      await blocker.end();
+    }
+    const killedAt = Date.now();
+    await until(
+      async () =>
+        (
+          await setup.ctx.db
+            .selectFrom('inbound_messages')
+            .select('provider_message_id')
+            .where('provider_message_id', '=', messageId)
+            .execute()
+        ).length === 1,
+      'another node to apply the webhook',
+      30_000,
+    );
+    expect(Date.now() - killedAt).toBeLessThan(10_000);
+    const stored = await setup.ctx.db
+      .selectFrom('inbound_messages')
+      .select(['from_phone', 'text'])
+      .where('provider_message_id', '=', messageId)
+      .execute();
+    expect(stored).toEqual([{ from_phone: from, text: 'are you there?' }]);
+    // The survivors still answer; the victim is gone.
+    for (const n of nodes.filter((x) => x !== victim)) {
+      expect((await fetch(`${n.url}/api/health`)).status).toBe(200);
+    }
+  });
+});
