@@ -29,6 +29,7 @@ import {
   entry,
   freePort,
   log,
+  PG_BENCH_SECRETS,
   quantile,
   spawnNode,
   startBaseline,
