@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import sjson from 'secure-json-parse';
+import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
 
 /** Methods whose requests carry no body: an empty one sent with a JSON Content-Type is no body. */
@@ -31,8 +32,10 @@ export function parseJsonBody(method: string, text: string): unknown {
   // The escape is the only way JSON text can carry a NUL; "\\u0000" (an escaped backslash) is a
   // false alarm, so the value itself is searched before refusing.
   if (text.includes('\\u0000')) {
-    const path = nulPath(value, '');
-    if (path !== undefined) {
+    const found = nulPath(value, '');
+    if (found !== undefined) {
+      // A path hundreds of thousands of levels deep is named by its start.
+      const path = clip(found, 200);
       throw new AppError(
         'INVALID_BODY',
         `Invalid body: ${path ? `'${path}'` : 'the body'} must not contain the NUL character (\\u0000).`,
@@ -43,15 +46,37 @@ export function parseJsonBody(method: string, text: string): unknown {
   return value;
 }
 
-/** The dotted path of the first string (value or key) holding a NUL, or undefined. */
-function nulPath(value: unknown, path: string): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') ? path : undefined;
-  if (typeof value !== 'object' || value === null) return undefined;
-  for (const [key, inner] of Object.entries(value)) {
-    const at = path ? `${path}.${key}` : key;
-    if (key.includes('\u0000')) return at;
-    const found = nulPath(inner, at);
-    if (found !== undefined) return found;
+/**
+ * The dotted path of the first string (value or key) holding a NUL, or undefined. Iterative, with
+ * its own stack, and paths made only for the value found: a body nested hundreds of thousands of
+ * levels deep must neither overflow the call stack nor build a path string per level.
+ */
+function nulPath(root: unknown, rootPath: string): string | undefined {
+  // Each visited value remembers its parent's index and its key; the path is spelled out at the end.
+  const keys: string[] = [rootPath];
+  const parents: number[] = [-1];
+  const pathOf = (index: number): string => {
+    const parts: string[] = [];
+    for (let i = index; i >= 0; i = parents[i] ?? -1) parts.push(keys[i] ?? '');
+    return parts.reverse().filter(Boolean).join('.');
+  };
+  const stack: [unknown, number][] = [[root, 0]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [value, index] = next;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) return pathOf(index);
+      continue;
+    }
+    if (typeof value !== 'object' || value === null) continue;
+    const entries = Object.entries(value);
+    // Pushed in reverse, so the first field is looked at first (the path names the first NUL).
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [key, inner] = entries[i] as [string, unknown];
+      keys.push(key);
+      parents.push(index);
+      if (key.includes('\u0000')) return pathOf(keys.length - 1);
+      stack.push([inner, keys.length - 1]);
+    }
   }
   return undefined;
 }
