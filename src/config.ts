@@ -13,8 +13,22 @@ export const REGION_NAMES: Record<Region, string> = {
 };
 
 export type DatabaseConfig =
-  | { readonly kind: 'sqlite'; readonly file: string }
-  | { readonly kind: 'postgres'; readonly url: string; readonly schema: string; readonly poolSize: number };
+  | {
+      readonly kind: 'sqlite';
+      readonly file: string;
+      /** Longest wait for another connection's write lock (`busy_timeout`). */
+      readonly busyTimeoutMs: number;
+    }
+  | {
+      readonly kind: 'postgres';
+      readonly url: string;
+      readonly schema: string;
+      readonly poolSize: number;
+      /** Longest wait for a connection (a new one, or one from the pool). */
+      readonly connectTimeoutMs: number;
+      /** Longest a statement may run (`statement_timeout`); the client gives up a little later. */
+      readonly statementTimeoutMs: number;
+    };
 
 export interface RegionConfig {
   readonly region: Region;
@@ -227,8 +241,18 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
           url: pgUrl,
           schema: env[`PARLEY_PG_SCHEMA_${upper}`] ?? env.PARLEY_PG_SCHEMA ?? `parley_${region}`,
           poolSize,
+          connectTimeoutMs: parsePositiveInt('PARLEY_PG_CONNECT_TIMEOUT_MS', env.PARLEY_PG_CONNECT_TIMEOUT_MS, 5_000),
+          statementTimeoutMs: parsePositiveInt(
+            'PARLEY_PG_STATEMENT_TIMEOUT_MS',
+            env.PARLEY_PG_STATEMENT_TIMEOUT_MS,
+            15_000,
+          ),
         }
-      : { kind: 'sqlite', file: resolve(dataDir, `parley-${region}.db`) };
+      : {
+          kind: 'sqlite',
+          file: resolve(dataDir, `parley-${region}.db`),
+          busyTimeoutMs: parsePositiveInt('PARLEY_SQLITE_BUSY_TIMEOUT_MS', env.PARLEY_SQLITE_BUSY_TIMEOUT_MS, 5_000),
+        };
     if (database.kind === 'postgres' && !/^[a-z_][a-z0-9_]{0,62}$/.test(database.schema)) {
       throw new ConfigError(`PostgreSQL schema name "${database.schema}" must be lower-case letters, digits and _`);
     }

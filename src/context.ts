@@ -82,7 +82,7 @@ export async function createContext(
   options: ContextOptions = {},
 ): Promise<AppContext> {
   const logger = options.logger ?? createLogger(config, { region: region.region });
-  const database = await openDatabase(region.database);
+  const database = await openDatabase(region.database, { logger });
   if (options.migrate !== false) await migrateToLatest(database.db);
   const lastUsed = new LastUsedTracker(database.db, config.lastUsedFlushMs, (err) =>
     logger.error({ err }, 'could not record key last-used times'),

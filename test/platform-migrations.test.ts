@@ -21,11 +21,14 @@ function freshConfig(dialect: TestDialect): { config: DatabaseConfig; cleanup: (
   const url = PG_URL;
   if (dialect === 'postgres' && url) {
     const schema = `t_${randomBase62(12).toLowerCase()}`;
-    return { config: { kind: 'postgres', url, schema, poolSize: 2 }, cleanup: () => dropPostgresSchema(url, schema) };
+    return {
+      config: { kind: 'postgres', url, schema, poolSize: 2, connectTimeoutMs: 5_000, statementTimeoutMs: 15_000 },
+      cleanup: () => dropPostgresSchema(url, schema),
+    };
   }
   const dir = mkdtempSync(join(tmpdir(), 'parley-migrate-'));
   return {
-    config: { kind: 'sqlite', file: join(dir, 'nested', 'parley-us.db') },
+    config: { kind: 'sqlite', file: join(dir, 'nested', 'parley-us.db'), busyTimeoutMs: 5_000 },
     cleanup: async () => rmSync(dir, { recursive: true, force: true }),
   };
 }

@@ -264,7 +264,9 @@ describe.each(DIALECTS)('graceful shutdown (%s)', (dialect) => {
       expect((await fetch(`${region.url}/api/endusers`, { headers })).status).toBe(200);
       await server.close();
 
-      const reopened = await openDatabase(config.regions[0]?.database ?? { kind: 'sqlite', file: '' });
+      const reopened = await openDatabase(
+        config.regions[0]?.database ?? { kind: 'sqlite', file: '', busyTimeoutMs: 5_000 },
+      );
       try {
         const row = await reopened.db
           .selectFrom('api_keys')

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type pgTypes from 'pg';
+import type { Logger } from 'pino';
 import { ConfigError, type DatabaseConfig } from '../config.js';
 import { migrationProvider } from './migrations/index.js';
 import { usePgStatements, useSqliteStatements } from './precompiled.js';
@@ -31,13 +32,20 @@ function loadPg(): Promise<typeof pgTypes> {
   return pgModule;
 }
 
-export async function openDatabase(config: DatabaseConfig, options: { poolSize?: number } = {}): Promise<Database> {
+export interface OpenOptions {
+  poolSize?: number;
+  /** Told of connection errors that reach no query (an idle connection dropped by the server). */
+  logger?: Pick<Logger, 'warn'>;
+}
+
+export async function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<Database> {
   if (config.kind === 'sqlite') {
     mkdirSync(dirname(config.file), { recursive: true });
-    const sqlite = new SQLite(config.file);
+    const sqlite = new SQLite(config.file, { timeout: config.busyTimeoutMs });
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('synchronous = NORMAL');
-    sqlite.pragma('busy_timeout = 5000');
+    // A write waits this long for another connection's lock, then fails as busy (a 503).
+    sqlite.pragma(`busy_timeout = ${Math.floor(config.busyTimeoutMs)}`);
     sqlite.pragma('foreign_keys = ON');
     const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
     useSqliteStatements(db, sqlite);
@@ -51,7 +59,7 @@ export async function openDatabase(config: DatabaseConfig, options: { poolSize?:
 
   const pg = await loadPg();
   // Make sure the region's schema exists before the pool pins search_path to it.
-  const bootstrap = new pg.Client({ connectionString: config.url });
+  const bootstrap = new pg.Client({ connectionString: config.url, connectionTimeoutMillis: config.connectTimeoutMs });
   try {
     await bootstrap.connect();
   } catch (err) {
@@ -67,10 +75,24 @@ export async function openDatabase(config: DatabaseConfig, options: { poolSize?:
   } finally {
     await bootstrap.end();
   }
+  const statementTimeout = Math.floor(config.statementTimeoutMs);
   const pool = new pg.Pool({
     connectionString: config.url,
     max: options.poolSize ?? config.poolSize,
-    options: `-c search_path=${config.schema}`,
+    // Bounded waits: for a connection, for a statement (on the server), and for an answer (on the
+    // client, a little longer, in case the server itself hangs); then the request gets a 503.
+    connectionTimeoutMillis: config.connectTimeoutMs,
+    query_timeout: statementTimeout + 5_000,
+    options: `-c search_path=${config.schema} -c statement_timeout=${statementTimeout} -c idle_in_transaction_session_timeout=${Math.max(60_000, statementTimeout * 2)}`,
+  });
+  // An idle connection the server drops (a restart, a failover, pg_terminate_backend, a pooler's
+  // idle timeout) emits here; unheard, it would reach the process and stop it. The pool replaces
+  // the connection on the next checkout.
+  pool.on('error', (err) => {
+    options.logger?.warn(
+      { err: { message: err.message, code: (err as { code?: string }).code } },
+      'PostgreSQL dropped an idle connection; it will be replaced',
+    );
   });
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   usePgStatements(db, pool);

@@ -1,6 +1,7 @@
 import type { Duplex } from 'node:stream';
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { databaseUnavailable, isDatabaseUnavailable } from '../db/db-errors.js';
 import { clip } from '../shared/clip.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { SECURITY_HEADERS } from './security-headers.js';
@@ -151,6 +152,7 @@ export function toAppError(err: FastifyError | AppError | Error, bodyLimit: numb
     default:
       break;
   }
+  if (isDatabaseUnavailable(err)) return databaseUnavailable();
   if (err instanceof SyntaxError || (fe.statusCode === 400 && /json/i.test(fe.message))) {
     return new AppError('INVALID_BODY', 'The request body is not valid JSON.');
   }

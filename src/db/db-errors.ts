@@ -1,0 +1,51 @@
+import { AppError } from '../shared/errors.js';
+
+/** Seconds a caller is told to wait when the database cannot answer now. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
+const SQLITE_UNAVAILABLE = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_TIMEOUT', 'SQLITE_LOCKED']);
+/**
+ * PostgreSQL: query canceled (statement_timeout), admin or crash shutdown, cannot connect now, too
+ * many connections, lock_timeout, idle-in-transaction timeout, and the connection exceptions.
+ */
+const PG_UNAVAILABLE = new Set(['57014', '57P01', '57P02', '57P03', '57P05', '53300', '55P03', '25P03']);
+const NETWORK = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
+/** What node-postgres says when a connection is lost, or cannot be had in time. */
+const PG_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Query read timeout',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+  'Connection terminated unexpectedly',
+];
+
+/**
+ * True when `err` says the database cannot answer now (down, restarting, a connection lost, a lock
+ * or a statement held past its bound), as opposed to a refused query: the caller should retry.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, message } = err as { code?: unknown; message?: unknown };
+  if (typeof code === 'string') {
+    if (SQLITE_UNAVAILABLE.has(code) || PG_UNAVAILABLE.has(code) || NETWORK.has(code)) return true;
+    // SQLSTATE class 08: connection exception.
+    if (/^08[0-9A-Z]{3}$/.test(code)) return true;
+  }
+  return typeof message === 'string' && PG_MESSAGES.some((m) => message.includes(m));
+}
+
+/** The 503 a request gets while the database cannot answer, in whichever envelope its route uses. */
+export function databaseUnavailable(): AppError {
+  return new AppError('SERVICE_UNAVAILABLE', 'The database is unavailable right now; retry in a few seconds.', {
+    headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
+  });
+}
