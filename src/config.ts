@@ -43,6 +43,8 @@ export interface Config {
   readonly dataDir: string;
   readonly logLevel: string;
   readonly bodyLimit: number;
+  /** Bounds of an HTTP connection: slow or idle clients are let go. */
+  readonly http: HttpLimits;
   readonly redisUrl: string | undefined;
   /** First segment of every Redis key (`<prefix>:<region>:rl:...`), so deployments can share a Redis. */
   readonly redisPrefix: string;
@@ -81,6 +83,32 @@ export interface MessagingConfig {
   readonly sandboxTemplates: readonly SandboxTemplate[];
   /** Pause of the sandbox between a send and each of its status webhooks. */
   readonly sandboxStatusDelayMs: number;
+}
+
+export interface HttpLimits {
+  /** Longest wait for a request's headers. */
+  readonly headersTimeoutMs: number;
+  /** Longest wait for a whole request, body included. */
+  readonly requestTimeoutMs: number;
+  /** How long a kept-alive connection may sit idle between requests. */
+  readonly keepAliveTimeoutMs: number;
+  /** Open connections at most; more are refused until some close. */
+  readonly maxConnections: number;
+}
+
+function parseHttpLimits(env: Env): HttpLimits {
+  const headersTimeoutMs = parsePositiveInt('PARLEY_HEADERS_TIMEOUT_MS', env.PARLEY_HEADERS_TIMEOUT_MS, 10_000);
+  const requestTimeoutMs = parsePositiveInt('PARLEY_REQUEST_TIMEOUT_MS', env.PARLEY_REQUEST_TIMEOUT_MS, 30_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError('PARLEY_HEADERS_TIMEOUT_MS must not be longer than PARLEY_REQUEST_TIMEOUT_MS');
+  }
+  return Object.freeze({
+    headersTimeoutMs,
+    requestTimeoutMs,
+    // Longer than the idle timeout of common load balancers (60 s), so they close first.
+    keepAliveTimeoutMs: parsePositiveInt('PARLEY_KEEP_ALIVE_TIMEOUT_MS', env.PARLEY_KEEP_ALIVE_TIMEOUT_MS, 72_000),
+    maxConnections: parsePositiveInt('PARLEY_MAX_CONNECTIONS', env.PARLEY_MAX_CONNECTIONS, 10_000),
+  });
 }
 
 /** Event webhooks to the organizations' endpoints. */
@@ -277,6 +305,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     dataDir,
     logLevel: parseLogLevel(env.LOG_LEVEL),
     bodyLimit: parsePositiveInt('PARLEY_BODY_LIMIT', env.PARLEY_BODY_LIMIT, 1024 * 1024),
+    http: parseHttpLimits(env),
     redisUrl: env.REDIS_URL || undefined,
     redisPrefix: env.PARLEY_REDIS_PREFIX || 'parley',
     sendRateLimit: Object.freeze({

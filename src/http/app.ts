@@ -11,7 +11,14 @@ import { messageRoutes } from '../messaging/message.routes.js';
 import { webhookRoutes } from '../messaging/webhook.routes.js';
 import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
 import { AppError } from '../shared/errors.js';
-import { ChannelError, CodedError, clientError, frameworkError, installErrorHandlers } from './errors.js';
+import {
+  ChannelError,
+  CodedError,
+  clientError,
+  frameworkError,
+  installErrorHandlers,
+  installServerEdges,
+} from './errors.js';
 import { checkUrlForNul, installJsonParser } from './json-body.js';
 import { publicRoutes } from './public.routes.js';
 import { SECURITY_HEADERS } from './security-headers.js';
@@ -41,6 +48,7 @@ function fastifyTrustProxy(
 }
 
 export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const limits = ctx.config.http;
   const app = Fastify({
     loggerInstance: ctx.logger.child({}, { level: requestLogLevel(ctx.logger, options) }) as FastifyBaseLogger,
     bodyLimit: ctx.config.bodyLimit,
@@ -59,7 +67,19 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
     routerOptions: { maxParamLength: 1024 },
     frameworkErrors: frameworkError,
     clientErrorHandler: clientError,
+    // Slow clients are let go (a body dripped a byte at a time holds a socket for ever otherwise);
+    // Node checks these bounds every connectionsCheckingInterval, so that is kept well below them.
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: limits.headersTimeoutMs,
+      connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(limits.headersTimeoutMs / 4))),
+      // A request without Host is answered by the onRequest hook, in the envelope, not by Node.
+      requireHostHeader: false,
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.server.maxConnections = limits.maxConnections;
+  installServerEdges(app.server);
 
   app.decorateRequest('principal', null);
   installValidators(app);
@@ -78,13 +98,17 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   // read): a request arriving while the server shuts down is a 503, and a URL holding a NUL (`%00`)
   // is refused from the URL alone, like a malformed path. (An unknown route needs no hook: the
   // error handler turns whatever its body caused into the 404.)
-  app.addHook('onRequest', (request, _reply, done) => {
+  app.addHook('onRequest', (request, reply, done) => {
     if (closing) {
       done(
         new AppError('SERVICE_UNAVAILABLE', 'The server is shutting down; retry in a moment.', {
           headers: { 'retry-after': '1' },
         }),
       );
+    } else if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1 && !request.headers.host) {
+      // Malformed: answered, then the connection is closed.
+      reply.header('connection', 'close');
+      done(new AppError('MALFORMED_REQUEST', 'The request has no Host header, which HTTP/1.1 requires.'));
     } else {
       done(checkUrlForNul(request));
     }

@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -204,30 +206,113 @@ export function frameworkError(err: FastifyError, request: FastifyRequest, reply
   reply.code(appErr.status).send(envelope(familyOfUrl(request.url), appErr));
 }
 
+/** A whole HTTP/1.1 answer in the coded envelope, for the edges where no route or reply exists. */
+function rawAnswer(err: AppError, reason: string): string {
+  const body = JSON.stringify(envelope('coded', err));
+  const headers = Object.entries({ ...SECURITY_HEADERS, 'x-request-id': randomUUID() })
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  return (
+    `HTTP/1.1 ${err.status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+    `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${headers}\r\n${body}`
+  );
+}
+
+interface SocketInternals {
+  /** The response Node is writing on this socket, if any (what Node's own handler looks at). */
+  _httpMessage?: ServerResponse | null;
+  /** The parser, whose `incoming` is the request being read when the error came. */
+  parser?: { incoming?: unknown } | null;
+}
+
 /**
- * Requests Node's HTTP parser refuses (not HTTP, headers over the limit) never reach a route; they
- * still get a JSON answer in the coded envelope, with the security headers, and the connection is
- * closed.
+ * Requests Node's HTTP parser refuses (not HTTP, headers over the limit, a body not received in
+ * time) never reach a route. Each request gets exactly one answer, and the connection is closed:
+ * - a response still being made for an earlier request on this connection (a pipelined request
+ *   followed by garbage) is the one answer that is written, then the connection closes;
+ * - a request already answered whose body then fails to parse gets nothing more;
+ * - otherwise the error is answered in the coded envelope, with the security headers and an
+ *   X-Request-Id.
  */
 export function clientError(err: NodeJS.ErrnoException & { bytesParsed?: number }, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const internals = socket as Duplex & SocketInternals;
+  const [appErr, reason] = describeClientError(err);
+  const pending = internals._httpMessage;
+  if (pending && !pending.writableFinished) {
+    if (pending.req && !pending.req.complete) {
+      // The request still being read is the one at fault (its body timed out or broke): it gets
+      // this answer, unless its route already began another one.
+      if (!pending.headersSent) {
+        const body = JSON.stringify(envelope(familyOfUrl(pending.req.url ?? ''), appErr));
+        pending.writeHead(appErr.status, {
+          ...SECURITY_HEADERS,
+          'content-type': 'application/json; charset=utf-8',
+          'content-length': Buffer.byteLength(body),
+          'x-request-id': randomUUID(),
+          connection: 'close',
+        });
+        pending.end(body, () => socket.destroy());
+      } else {
+        socket.destroy();
+      }
+      return;
+    }
+    // An earlier request's answer is still being made: it is the one answer; then the connection closes.
+    if (!pending.headersSent) pending.shouldKeepAlive = false;
+    pending.once('finish', () => socket.end());
+    pending.once('close', () => socket.destroy());
+    return;
+  }
+  if (internals.parser?.incoming) {
+    // The request being read was answered already (its response is done): close, say nothing.
+    socket.destroy();
+    return;
+  }
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  const appErr =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? new AppError('HEADERS_TOO_LARGE', 'The request headers are larger than the server accepts.')
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? new AppError('MALFORMED_REQUEST', 'The request was not received in time.')
-        : new AppError('MALFORMED_REQUEST', 'The request is not valid HTTP.');
-  const body = JSON.stringify(envelope('coded', appErr));
-  const reason = appErr.status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
-  const headers = Object.entries(SECURITY_HEADERS)
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join('');
-  socket.end(
-    `HTTP/1.1 ${appErr.status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\n` +
-      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${headers}\r\n${body}`,
-  );
+  socket.end(rawAnswer(appErr, reason));
+}
+
+function describeClientError(err: NodeJS.ErrnoException): [AppError, string] {
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    return [
+      new AppError('HEADERS_TOO_LARGE', 'The request headers are larger than the server accepts.'),
+      'Request Header Fields Too Large',
+    ];
+  }
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    return [new AppError('REQUEST_TIMEOUT', 'The request was not received in time.'), 'Request Timeout'];
+  }
+  return [new AppError('MALFORMED_REQUEST', 'The request is not valid HTTP.'), 'Bad Request'];
+}
+
+/**
+ * The two requests Node answers by itself, before any route: an `Expect` other than
+ * `100-continue` (Node's bare 417) and `CONNECT` (Node drops the connection without a word).
+ * Both are answered in the coded envelope and the connection is closed.
+ */
+export function installServerEdges(server: Server): void {
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const err = new AppError(
+      'EXPECTATION_FAILED',
+      `The Expect header '${clip(String(req.headers.expect ?? ''), 40)}' is not supported; only 100-continue is.`,
+    );
+    const body = JSON.stringify(envelope('coded', err));
+    res.writeHead(417, {
+      ...SECURITY_HEADERS,
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'x-request-id': randomUUID(),
+      connection: 'close',
+    });
+    res.end(body);
+  });
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => {
+    const err = new AppError('METHOD_NOT_ALLOWED', 'CONNECT is not supported: this server is not a proxy.');
+    socket.on('error', () => socket.destroy());
+    socket.end(rawAnswer(err, 'Method Not Allowed'));
+  });
 }

@@ -21,6 +21,8 @@ export type ErrorCode =
   | 'PROVIDER_REJECTED'
   | 'PROVIDER_UNAVAILABLE'
   | 'MALFORMED_REQUEST'
+  | 'REQUEST_TIMEOUT'
+  | 'EXPECTATION_FAILED'
   | 'HEADERS_TOO_LARGE'
   | 'SERVICE_UNAVAILABLE'
   | 'INTERNAL';
@@ -47,8 +49,12 @@ export function statusOf(code: ErrorCode): number {
     case 'DUPLICATE_ENDUSER':
     case 'IDEMPOTENCY_IN_FLIGHT':
       return 409;
+    case 'REQUEST_TIMEOUT':
+      return 408;
     case 'PAYLOAD_TOO_LARGE':
       return 413;
+    case 'EXPECTATION_FAILED':
+      return 417;
     case 'IDEMPOTENCY_MISMATCH':
       return 422;
     case 'RATE_LIMITED':
