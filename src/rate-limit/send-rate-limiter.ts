@@ -17,7 +17,8 @@ import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimi
  * Store: in memory with one process; in Redis when `REDIS_URL` is set, so several processes share
  * the counters. If Redis cannot be reached the limiter falls back to the in-memory counters of
  * the process (limits then hold per process instead of across processes) and logs a warning,
- * rather than refusing every send because the limiter is down, or letting them all through.
+ * rather than refusing every send because the limiter is down, or letting them all through; a
+ * circuit breaker keeps a stalled Redis from costing every request a timeout.
  */
 
 export const WINDOW_SECONDS = 60;
@@ -49,6 +50,8 @@ export interface SendRateLimiter {
   readonly windowSeconds: number;
   /** Resolves once the shared store is connected, or has failed to connect (then: memory). */
   ready(): Promise<void>;
+  /** False while a configured Redis is disconnected or its breaker is open (counting in memory). */
+  sharedStoreHealthy(): boolean;
   consume(subject: { keyId: string; orgId: string }): Promise<RateLimitDecision>;
   close(): Promise<void>;
 }
@@ -63,6 +66,8 @@ export interface SendRateLimiterOptions {
   readonly redisPrefix?: string;
   /** Window length. Production always uses 60 s; tests shorten it to watch a window end. */
   readonly windowSeconds?: number;
+  /** How long a failed Redis is left alone before one request tries it again. */
+  readonly breakerMs?: number;
 }
 
 interface Counter {
@@ -73,6 +78,8 @@ interface Counter {
 }
 
 const WARN_EVERY_MS = 30_000;
+/** After a Redis failure, Redis is not asked again for this long. */
+export const BREAKER_MS = 5_000;
 
 /** Builds the limiter; the Redis client is loaded only when `redisUrl` is set. */
 export async function createSendRateLimiter(options: SendRateLimiterOptions): Promise<SendRateLimiter> {
@@ -121,6 +128,33 @@ export async function createSendRateLimiter(options: SendRateLimiterOptions): Pr
   const perOrg = counter('org', options.perOrg);
   const policyHeader = `"key";q=${perKey.quota};w=${windowSeconds}, "org";q=${perOrg.quota};w=${windowSeconds}`;
 
+  /*
+   * Circuit breaker: after a Redis failure or timeout, the counters of this process are used for
+   * `breakerMs` without asking Redis at all; then one request probes it (the others keep counting
+   * in memory meanwhile), and a success closes the breaker. A stalled Redis thus costs one timeout
+   * per interval, not one (or two) per request.
+   */
+  const breakerMs = options.breakerMs ?? BREAKER_MS;
+  let openUntil = 0;
+  let probing = false;
+  const redisUsable = (): boolean => {
+    if (openUntil === 0) return true;
+    if (Date.now() < openUntil || probing) return false;
+    probing = true;
+    return true;
+  };
+  const redisWorked = () => {
+    if (openUntil === 0) return;
+    openUntil = 0;
+    probing = false;
+    options.logger.info('rate limit store (Redis) answers again; limits are shared across processes again');
+  };
+  const redisFailed = (err: unknown) => {
+    probing = false;
+    openUntil = Date.now() + breakerMs;
+    warn(err);
+  };
+
   /** Consumes one point; `refused` when over the limit. Store errors fall back to memory. */
   async function take(c: Counter, id: string): Promise<{ res: RateLimiterRes; refused: boolean }> {
     const attempt = async (limiter: RateLimiterAbstract) => {
@@ -131,21 +165,24 @@ export async function createSendRateLimiter(options: SendRateLimiterOptions): Pr
         throw rejection;
       }
     };
-    if (c.redis) {
+    if (c.redis && redisUsable()) {
       try {
-        return await attempt(c.redis);
+        const taken = await attempt(c.redis);
+        redisWorked();
+        return taken;
       } catch (err) {
-        warn(err);
+        redisFailed(err);
       }
     }
     return attempt(c.memory);
   }
 
   async function refund(c: Counter, id: string): Promise<void> {
+    const store = c.redis && openUntil === 0 ? c.redis : c.memory;
     try {
-      await (c.redis ?? c.memory).reward(id, 1);
+      await store.reward(id, 1);
     } catch (err) {
-      warn(err);
+      redisFailed(err);
     }
   }
 
@@ -166,6 +203,10 @@ export async function createSendRateLimiter(options: SendRateLimiterOptions): Pr
 
   return {
     windowSeconds,
+    sharedStoreHealthy() {
+      if (!redis) return true;
+      return redis.status === 'ready' && openUntil === 0;
+    },
     async ready() {
       if (!redis || redis.status === 'ready') return;
       await new Promise<void>((resolve) => {
