@@ -43,6 +43,8 @@ export interface Config {
   readonly dataDir: string;
   readonly logLevel: string;
   readonly bodyLimit: number;
+  /** Prometheus metrics at `GET /metrics`: off unless enabled; optionally behind a bearer token. */
+  readonly metrics: { readonly enabled: boolean; readonly token: string | undefined };
   /** Bounds of an HTTP connection: slow or idle clients are let go. */
   readonly http: HttpLimits;
   readonly redisUrl: string | undefined;
@@ -189,6 +191,13 @@ function parsePositiveInt(name: string, value: string | number | undefined, fall
   return n;
 }
 
+function parseBoolean(name: string, value: string | undefined): boolean {
+  const v = (value ?? '').trim().toLowerCase();
+  if (v === '' || v === 'false' || v === '0') return false;
+  if (v === 'true' || v === '1') return true;
+  throw new ConfigError(`${name} must be true or false, got "${value}"`);
+}
+
 function parseAtLeast(name: string, value: string | undefined, fallback: number, min: number): number {
   const n = parsePositiveInt(name, value, fallback);
   if (n < min) throw new ConfigError(`${name} must be at least ${min}, got "${value}"`);
@@ -306,6 +315,10 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     logLevel: parseLogLevel(env.LOG_LEVEL),
     bodyLimit: parsePositiveInt('PARLEY_BODY_LIMIT', env.PARLEY_BODY_LIMIT, 1024 * 1024),
     http: parseHttpLimits(env),
+    metrics: Object.freeze({
+      enabled: parseBoolean('PARLEY_METRICS', env.PARLEY_METRICS),
+      token: env.PARLEY_METRICS_TOKEN || undefined,
+    }),
     redisUrl: env.REDIS_URL || undefined,
     redisPrefix: env.PARLEY_REDIS_PREFIX || 'parley',
     sendRateLimit: Object.freeze({

@@ -8,6 +8,7 @@ import { EventDeliverer } from './events/deliver-event.task.js';
 import type { JobRunner } from './jobs/job-runner.js';
 import { createJobRunner } from './jobs/jobs.js';
 import { createMessaging, type Messaging } from './messaging/messaging.js';
+import { Metrics } from './ops/metrics.js';
 import { createSendRateLimiter, type SendRateLimiter } from './rate-limit/send-rate-limiter.js';
 import { type Clock, systemClock } from './shared/clock.js';
 
@@ -63,6 +64,8 @@ export interface AppContext {
   readonly messaging: Messaging;
   /** Background work: provider webhooks now, on queues every node of the region shares. */
   readonly jobs: JobRunner;
+  /** Prometheus metrics, when enabled (PARLEY_METRICS). */
+  readonly metrics: Metrics | undefined;
   close(): Promise<void>;
 }
 
@@ -98,8 +101,12 @@ export async function createContext(
   });
   await sendRateLimiter.ready();
   const clock = options.clock ?? systemClock;
-  const jobs = await createJobRunner(config, region.database, database, clock, logger);
-  const messaging = await createMessaging(config, region.region, database, clock, logger, jobs);
+  const metrics = config.metrics.enabled ? new Metrics(region.region) : undefined;
+  const jobs = await createJobRunner(config, region.database, database, clock, logger, (queue) =>
+    metrics?.jobFailures.inc({ queue }),
+  );
+  metrics?.watchJobs(jobs);
+  const messaging = await createMessaging(config, region.region, database, clock, logger, jobs, metrics);
   const eventDeliverer = new EventDeliverer({ db: database.db, clock, logger, config: config.events });
   eventDeliverer.define(jobs);
   // Every queue is defined by now (the features above); the store is prepared, then worked.
@@ -116,6 +123,7 @@ export async function createContext(
     sendRateLimiter,
     messaging,
     jobs,
+    metrics,
     async close() {
       await jobs.stop();
       await eventDeliverer.close();

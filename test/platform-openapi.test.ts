@@ -5,7 +5,7 @@ import { expectMatchesContract, listOperations, type OpenApiDocument } from './h
 import { makeKey, makeOrg } from './helpers/factories.js';
 
 const BASE_URL = 'https://us.api.parley.example';
-const PUBLIC = new Set(['GET /api/health', 'GET /api/openapi.json']);
+const PUBLIC = new Set(['GET /api/health', 'GET /api/openapi.json', 'GET /api/ready']);
 
 /** Every (method, path) the app routes, read from Fastify's route tree. */
 function registeredRoutes(t: TestApp): { method: string; path: string }[] {

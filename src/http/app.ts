@@ -9,6 +9,7 @@ import type { AppContext } from '../context.js';
 import { endUserRoutes } from '../end-users/end-user.routes.js';
 import { messageRoutes } from '../messaging/message.routes.js';
 import { webhookRoutes } from '../messaging/webhook.routes.js';
+import { installMetricsHook, opsRoutes } from '../ops/ops.routes.js';
 import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
 import { AppError } from '../shared/errors.js';
 import {
@@ -113,6 +114,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       done(checkUrlForNul(request));
     }
   });
+  // Off unless PARLEY_METRICS is set: then every answer is counted (no hook at all otherwise).
+  if (ctx.metrics) installMetricsHook(app, ctx.metrics);
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.headers(SECURITY_HEADERS);
     reply.header('x-request-id', request.id);
@@ -161,6 +164,7 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
     messageRoutes,
     webhookRoutes,
     sandboxRoutes,
+    opsRoutes,
   ];
   for (const feature of features) await app.register(feature, { ctx });
 }

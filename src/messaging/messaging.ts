@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Config, Region } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { JobRunner } from '../jobs/job-runner.js';
+import type { Metrics } from '../ops/metrics.js';
 import { createSecretBox, type SecretBox, secretKeyOf, webhookAppSecretOf } from '../numbers/secret-box.js';
 import { type Sandbox, startSandbox } from '../sandbox/sandbox.js';
 import { clearSandboxAddress, writeSandboxAddress } from '../sandbox/sandbox-address.js';
@@ -33,6 +34,7 @@ export async function createMessaging(
   clock: Clock,
   logger: Logger,
   jobs: JobRunner,
+  metrics?: Metrics,
 ): Promise<Messaging> {
   const m = config.messaging;
   const secrets = createSecretBox(secretKeyOf(m.secretKey, config.dataDir));
@@ -48,11 +50,12 @@ export async function createMessaging(
         stateFile: join(config.dataDir, SANDBOX_STATE_FILE),
         onError: (err, what) => logger.warn({ err, what }, 'sandbox could not deliver a webhook'),
       });
-  const provider = createCloudProvider({
+  const cloud = createCloudProvider({
     baseUrl: m.providerBaseUrl ?? sandbox?.url ?? '',
     version: m.providerApiVersion,
     timeoutMs: m.providerTimeoutMs,
   });
+  const provider = metrics ? metrics.instrumentProvider(cloud) : cloud;
   const webhooks = new WebhookProcessor(database.db, clock, logger, { jobs });
   let attached = false;
   return {

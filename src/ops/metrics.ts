@@ -1,0 +1,82 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { JobRunner } from '../jobs/job-runner.js';
+import type { MessagingProvider } from '../messaging/provider.js';
+
+/**
+ * Prometheus metrics of one region's server, in a registry of its own (several apps may share a
+ * process: regions, tests). Built only when metrics are enabled; otherwise nothing is measured.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly httpRequests = new Counter({
+    name: 'parley_http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'parley_http_request_duration_seconds',
+    help: 'Time to answer HTTP requests, by method, route pattern and status.',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly providerRequests = new Counter({
+    name: 'parley_provider_requests_total',
+    help: 'Calls to the messaging provider, by operation and outcome (ok, rejected, throttled, unknown, unavailable, config).',
+    labelNames: ['operation', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly providerDuration = new Histogram({
+    name: 'parley_provider_request_duration_seconds',
+    help: 'Time the messaging provider took to answer, by operation.',
+    labelNames: ['operation'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly jobFailures = new Counter({
+    name: 'parley_job_failures_total',
+    help: 'Background job attempts that failed, by queue.',
+    labelNames: ['queue'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(region: string) {
+    this.registry.setDefaultLabels({ region });
+    collectDefaultMetrics({ register: this.registry, prefix: 'parley_' });
+  }
+
+  /** Job counts by queue and state, read from the job store at each scrape. */
+  watchJobs(jobs: JobRunner): void {
+    new Gauge({
+      name: 'parley_jobs',
+      help: 'Background jobs by queue and state (queued, running, dead), across every node.',
+      labelNames: ['queue', 'state'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const c of await jobs.counts()) this.set({ queue: c.queue, state: c.state }, c.count);
+      },
+    });
+  }
+
+  /** The provider, with each send timed and counted by outcome. */
+  instrumentProvider(provider: MessagingProvider): MessagingProvider {
+    return {
+      send: async (input) => {
+        const end = this.providerDuration.startTimer({ operation: 'send' });
+        try {
+          const result = await provider.send(input);
+          this.providerRequests.inc({ operation: 'send', outcome: result.ok ? 'ok' : result.kind });
+          return result;
+        } catch (err) {
+          this.providerRequests.inc({ operation: 'send', outcome: 'error' });
+          throw err;
+        } finally {
+          end();
+        }
+      },
+      close: () => provider.close(),
+    };
+  }
+}
