@@ -8,6 +8,7 @@ import { randomBase62 } from '../src/shared/ids.js';
 import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
 import { runCli } from './helpers/cli.js';
 import { makeAgent, makeOrg } from './helpers/factories.js';
+import { until } from './helpers/wait.js';
 
 interface Received {
   readonly path: string;
@@ -46,14 +47,6 @@ async function startReceiver(): Promise<{
     script: (path, statuses) => scripts.set(path, [...statuses]),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
-}
-
-async function until(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const FAST = {

@@ -4,14 +4,7 @@ import { randomBase62 } from '../src/shared/ids.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
 import { freePort, startServe } from './helpers/cli.js';
 import { failWrites, inboundPayload, makeSendingTenant, randomPhone, signedWebhook } from './helpers/messaging.js';
-
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { until } from './helpers/wait.js';
 
 /**
  * The embedded default: jobs in the SQLite database of the one serving process. A `parley serve`

@@ -5,15 +5,7 @@ import { createJobRunner } from '../src/jobs/jobs.js';
 import { randomBase62 } from '../src/shared/ids.js';
 import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
 import { runCli } from './helpers/cli.js';
-
-/** Polls `check` until it holds; a generous deadline, never a fixed wait. */
-async function until(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { until } from './helpers/wait.js';
 
 describe.each(DIALECTS)('job runner (%s)', (dialect) => {
   let t: TestApp;

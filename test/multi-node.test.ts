@@ -7,6 +7,7 @@ import { randomBase62 } from '../src/shared/ids.js';
 import { createTestApp, PG_SECRETS, PG_URL, REDIS_URL, type TestApp } from './helpers/app.js';
 import { freePort, runCli, type ServeProcess, startServe } from './helpers/cli.js';
 import { inboundPayload, makeSendingTenant, randomPhone, signedWebhook, templateSend } from './helpers/messaging.js';
+import { until } from './helpers/wait.js';
 
 /**
  * Three `parley serve` processes on one PostgreSQL schema and one Redis, as a deployment behind a
@@ -16,14 +17,6 @@ const NODES = 3;
 const RATE_LIMIT = 8;
 
 type Node = ServeProcess & { url: string; name: string; dataDir: string };
-
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe.skipIf(!PG_URL || !REDIS_URL)('several nodes as one (PostgreSQL + Redis)', () => {
   const schema = `mn_${randomBase62(10).toLowerCase()}`;

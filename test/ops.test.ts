@@ -79,7 +79,9 @@ describe('metrics', () => {
     expect(body).toMatch(
       /parley_http_requests_total\{method="POST",route="\/api\/channels\/send",status="200",region="us"\} 1/,
     );
-    expect(body).toMatch(/parley_http_request_duration_seconds_bucket\{le="0\.001",region="us",method="GET",route="\/api\/endusers\/:endUserId",status="401"\}/);
+    expect(body).toMatch(
+      /parley_http_request_duration_seconds_bucket\{le="0\.001",region="us",method="GET",route="\/api\/endusers\/:endUserId",status="401"\}/,
+    );
     expect(body).toMatch(/parley_provider_requests_total\{operation="send",outcome="ok",region="us"\} 1/);
     expect(body).toMatch(/parley_jobs\{queue="provider-webhook",state="queued",region="us"\} 0/);
     expect(body).toMatch(/parley_process_resident_memory_bytes/);

@@ -40,7 +40,7 @@ describe('configuration', () => {
       host: '127.0.0.1',
       port: 3000,
       baseUrl: 'http://127.0.0.1:3000',
-      database: { kind: 'sqlite', file: '/tmp/parley-config-test/parley-us.db' },
+      database: { kind: 'sqlite', file: '/tmp/parley-config-test/parley-us.db', busyTimeoutMs: 5_000 },
     });
     expect(config.bodyLimit).toBe(1024 * 1024);
     expect(Object.isFrozen(config)).toBe(true);
@@ -81,8 +81,22 @@ describe('configuration', () => {
       { ...env, DATABASE_URL: 'postgres://db/parley', DATABASE_URL_EU: 'postgres://eu-db/parley' },
     );
     expect(config.regions.map((r) => r.database)).toEqual([
-      { kind: 'postgres', url: 'postgres://db/parley', schema: 'parley_us', poolSize: 10 },
-      { kind: 'postgres', url: 'postgres://eu-db/parley', schema: 'parley_eu', poolSize: 10 },
+      {
+        kind: 'postgres',
+        url: 'postgres://db/parley',
+        schema: 'parley_us',
+        poolSize: 10,
+        connectTimeoutMs: 5_000,
+        statementTimeoutMs: 15_000,
+      },
+      {
+        kind: 'postgres',
+        url: 'postgres://eu-db/parley',
+        schema: 'parley_eu',
+        poolSize: 10,
+        connectTimeoutMs: 5_000,
+        statementTimeoutMs: 15_000,
+      },
     ]);
     const pooled = loadConfig({}, { ...env, DATABASE_URL: 'postgres://db/parley', PARLEY_PG_POOL_SIZE: '25' });
     expect(pooled.regions[0]?.database).toMatchObject({ kind: 'postgres', poolSize: 25 });

@@ -8,14 +8,7 @@ import { createTestApp, PG_SECRETS, type TestApp } from './helpers/app.js';
 import { freePort, runCli, type ServeProcess, startServe } from './helpers/cli.js';
 import { makeTenant } from './helpers/factories.js';
 import { type OwnPostgres, postgresBin, startOwnPostgres } from './helpers/own-postgres.js';
-
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+import { until } from './helpers/wait.js';
 
 /**
  * PostgreSQL faults against a `parley serve` process on a PostgreSQL of the test's own: idle
@@ -121,16 +114,18 @@ describe.skipIf(!postgresBin())('PostgreSQL faults', () => {
   it('answers 503 while PostgreSQL is down and recovers by itself when it is back', async () => {
     db.stop();
     const coded = await fetch(`${base}/api/endusers`, { headers: auth });
-    expect(coded.status).toBe(503);
+    const codedBody = await coded.text();
+    expect(coded.status, `${codedBody}\n${server.output().slice(-2000)}`).toBe(503);
     expect(coded.headers.get('retry-after')).toBe('5');
-    expect(await coded.json()).toEqual({ error: expect.any(String), code: 'SERVICE_UNAVAILABLE' });
+    expect(JSON.parse(codedBody)).toEqual({ error: expect.any(String), code: 'SERVICE_UNAVAILABLE' });
     const channel = await fetch(`${base}/api/channels/send`, {
       method: 'POST',
       headers: { ...auth, 'content-type': 'application/json' },
       body: JSON.stringify({ channel: 'msgapp', to: '+14155550100', type: 'message', message: { text: 'hi' } }),
     });
-    expect(channel.status).toBe(503);
-    expect(await channel.json()).toEqual({ success: false, error: expect.any(String) });
+    const channelBody = await channel.text();
+    expect(channel.status, `${channelBody}\n${server.output().slice(-2000)}`).toBe(503);
+    expect(JSON.parse(channelBody)).toEqual({ success: false, error: expect.any(String) });
     // Liveness needs no database.
     expect((await fetch(`${base}/api/health`)).status).toBe(200);
     expect(alive()).toBe(true);

@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from './helpers/app.js';
 import { makeTenant } from './helpers/factories.js';
+import { until } from './helpers/wait.js';
 
 /** Writes raw bytes on a new connection and collects everything until the server closes it. */
 function exchange(port: number, bytes: string, timeoutMs = 20_000): Promise<{ text: string; closed: boolean }> {
@@ -41,14 +42,6 @@ function answers(text: string): { status: number; headers: Record<string, string
     rest = rest.slice(end + 4 + length);
   }
   return out;
-}
-
-async function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 describe('one answer per request, in the envelope, at the edges of HTTP', () => {

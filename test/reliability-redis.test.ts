@@ -6,16 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSendRateLimiter, type SendRateLimiter } from '../src/rate-limit/send-rate-limiter.js';
 import { randomBase62 } from '../src/shared/ids.js';
 import { freePort } from './helpers/cli.js';
+import { until } from './helpers/wait.js';
 
 const REDIS_SERVER = '/usr/bin/redis-server';
-
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /**
  * A Redis of the test's own, frozen with SIGSTOP: it accepts connections and never answers, the

@@ -88,6 +88,17 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   // An idle connection the server drops (a restart, a failover, pg_terminate_backend, a pooler's
   // idle timeout) emits here; unheard, it would reach the process and stop it. The pool replaces
   // the connection on the next checkout.
+  // A connection lost while checked out between two statements (inside a transaction, say)
+  // emits on the client itself; unheard, that too would stop the process. The statement in
+  // flight, if any, fails on its own (a 503); the pool discards the client when it is released.
+  pool.on('connect', (client) => {
+    client.on('error', (err) => {
+      options.logger?.warn(
+        { err: { message: err.message, code: (err as { code?: string }).code } },
+        'PostgreSQL connection lost while in use',
+      );
+    });
+  });
   pool.on('error', (err) => {
     options.logger?.warn(
       { err: { message: err.message, code: (err as { code?: string }).code } },
