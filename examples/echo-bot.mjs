@@ -5,11 +5,18 @@ import { Webhook } from 'standardwebhooks';
 
 const { PARLEY_URL = 'http://127.0.0.1:3000', PARLEY_KEY, WEBHOOK_SECRET, PORT = '4000' } = process.env;
 const webhook = new Webhook(WEBHOOK_SECRET);
+const answer = (to, text, eventId) =>
+  fetch(`${PARLEY_URL}/api/channels/send`, {
+    method: 'POST',
+    // The event's ID as Idempotency-Key: a redelivered event never answers twice.
+    headers: { authorization: `Bearer ${PARLEY_KEY}`, 'content-type': 'application/json', 'idempotency-key': eventId },
+    body: JSON.stringify({ channel: 'msgapp', to, type: 'message', message: { text } }),
+  });
 
 createServer((req, res) => {
   let body = '';
   req.on('data', (chunk) => (body += chunk));
-  req.on('end', async () => {
+  req.on('end', () => {
     let event;
     try {
       event = webhook.verify(body, req.headers); // throws on a bad or old signature
@@ -17,12 +24,7 @@ createServer((req, res) => {
       return res.writeHead(401).end();
     }
     res.writeHead(204).end(); // acknowledge at once, answer after
-    if (event.type !== 'message.received') return;
-    await fetch(`${PARLEY_URL}/api/channels/send`, {
-      method: 'POST',
-      // The event's ID as Idempotency-Key: a redelivered event never answers twice.
-      headers: { authorization: `Bearer ${PARLEY_KEY}`, 'content-type': 'application/json', 'idempotency-key': req.headers['webhook-id'] },
-      body: JSON.stringify({ channel: 'msgapp', to: event.data.from, type: 'message', message: { text: `You said: ${event.data.text}` } }),
-    });
+    if (event.type === 'message.received')
+      answer(event.data.from, `You said: ${event.data.text}`, req.headers['webhook-id']);
   });
 }).listen(Number(PORT), '127.0.0.1', () => console.log(`echo bot on http://127.0.0.1:${PORT}`));

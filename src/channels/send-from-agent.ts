@@ -1,0 +1,341 @@
+import type { AppContext } from '../context.js';
+import { emitConversationStarted } from '../conversations/conversation.events.js';
+import { deleteUnstartedConversation, touchConversation } from '../conversations/conversation.repository.js';
+import { type ConversationDeps, openConversation } from '../conversations/conversation.service.js';
+import { raiseMessageStatuses } from '../conversations/status-events.js';
+import { precompiled, slot } from '../db/precompiled.js';
+import {
+  deleteEndUserMadeForSend,
+  type EndUserFields,
+  findOrCreateEndUserByPhone,
+} from '../end-users/end-user-by-phone.js';
+import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
+import {
+  applyPendingStatuses,
+  insertMessage,
+  isWindowOpen,
+  markAccepted,
+  markSendFailed,
+  STATUS_RANK,
+} from '../messaging/message.repository.js';
+import type { ProviderResult, ProviderSend } from '../messaging/provider.js';
+import { endUserPhoneOf, windowKey } from '../numbers/phone.js';
+import { clip } from '../shared/clip.js';
+import { AppError } from '../shared/errors.js';
+import { newId } from '../shared/ids.js';
+
+/**
+ * A 502 after which the provider may have accepted the message (it did not answer in time, the
+ * connection was lost after the request went out). The idempotency layer keeps this answer under
+ * the key, so a retry with the same key is told so instead of sending a second time.
+ */
+export class SendOutcomeUnknown extends AppError {
+  constructor(message: string) {
+    super('PROVIDER_UNAVAILABLE', message);
+    this.name = 'SendOutcomeUnknown';
+  }
+}
+
+/** The target agent and its number (of the same organization), in one query. */
+const agentWithNumber = precompiled((db) =>
+  db
+    .selectFrom('agents')
+    .leftJoin('messaging_numbers', (join) =>
+      join
+        .onRef('messaging_numbers.id', '=', 'agents.number_id')
+        .onRef('messaging_numbers.org_id', '=', 'agents.org_id'),
+    )
+    .select([
+      'agents.id as agent_id',
+      'messaging_numbers.id as number_id',
+      'messaging_numbers.phone_number_id',
+      'messaging_numbers.access_token_enc',
+    ])
+    .where('agents.org_id', '=', slot<string>(0))
+    .where('agents.id', '=', slot<string>(1)),
+);
+
+/** Why the provider refused, as a sentence the caller can act on. */
+export function rejectionSentence(result: Extract<ProviderResult, { ok: false }>, send: ProviderSend): string {
+  const c = send.content;
+  const detail = result.message ? ` (${clip(result.message, 300)})` : '';
+  switch (result.code) {
+    case 132001:
+      return c.kind === 'template'
+        ? `The provider rejected the message: template '${clip(c.name, 100)}' does not exist in language '${c.language}' or is not approved.`
+        : 'The provider rejected the message: the template does not exist or is not approved.';
+    case 132000:
+      return `The provider rejected the message: the number of template parameters does not match the template${detail}.`;
+    case 131026:
+      return `The provider rejected the message: ${send.to} cannot receive it, it is not a user of the messaging app.`;
+    case 131047:
+      return `The provider rejected the message: more than 24 hours have passed since ${send.to} last wrote to this number; send a template instead.`;
+    case 132015:
+    case 132016:
+      return 'The provider rejected the message: the template is paused or disabled.';
+    case 131030:
+      return `The provider rejected the message: ${send.to} is not on the allowed list of test recipients.`;
+    default:
+      break;
+  }
+  if (result.kind === 'throttled') {
+    return `The provider refused the message because a sending rate limit was reached (code ${result.code ?? 'none'}); retry later with backoff.`;
+  }
+  return `The provider rejected the message${result.code !== null ? ` with code ${result.code}` : ''}${detail}.`;
+}
+
+/** A sealed access token that no longer opens (the secret key changed) is the server's problem, not the caller's. */
+function openToken(ctx: AppContext, sealed: string): string {
+  try {
+    return ctx.messaging.secrets.open(sealed);
+  } catch (err) {
+    ctx.logger.error({ err }, 'the access token of a messaging number cannot be opened with the secret key');
+    throw new AppError(
+      'PROVIDER_UNAVAILABLE',
+      "This agent's messaging number has unusable credentials; an administrator must check the secret key or add the number again.",
+    );
+  }
+}
+
+/** What a send from an agent's number is part of: the conversation it opens or joins. */
+export interface ConversationOfSend {
+  /** The origin of an end user made for the recipient. */
+  readonly origin: 'manual' | 'imported';
+  /** Fields of an end user made for the recipient (never applied to an existing one). */
+  readonly endUser?: EndUserFields | undefined;
+  readonly triggerId?: string | null;
+  readonly campaignId?: string | null;
+  readonly context?: Record<string, unknown> | null;
+  /**
+   * A recipient who cannot be an end user (a phone the end-user records refuse) is an error (a
+   * trigger must open a conversation), or a send without a conversation (a plain send).
+   */
+  readonly required: boolean;
+}
+
+export interface SendFromAgentInput {
+  readonly orgId: string;
+  readonly agentId: string;
+  /** E.164. */
+  readonly to: string;
+  readonly content: ProviderSend['content'];
+  readonly conversation: ConversationOfSend;
+  /** Our message ID (and the provider's callback data), when the caller chose it beforehand. */
+  readonly messageId?: string;
+}
+
+export type SendFromAgentResult =
+  | {
+      readonly ok: true;
+      /** Our message ID (`msg_...`). */
+      readonly id: string;
+      /** The provider's message ID. */
+      readonly messageId: string;
+      readonly conversationId: string | null;
+      readonly endUserId: string | null;
+      /** A new conversation was opened by this send. */
+      readonly created: boolean;
+    }
+  | {
+      readonly ok: false;
+      readonly id: string;
+      readonly failure: Extract<ProviderResult, { ok: false }>;
+      /** Why, as a sentence for the caller. */
+      readonly sentence: string;
+      readonly conversationId: string | null;
+      readonly endUserId: string | null;
+    };
+
+export const conversationDeps = (ctx: AppContext): ConversationDeps => ({
+  db: ctx.db,
+  jobs: ctx.jobs,
+  clock: ctx.clock,
+  idleMs: ctx.config.conversations.idleMs,
+});
+
+/**
+ * Sends from the messaging number of an agent: the agent and its number (404, 400), the 24-hour
+ * window for free text (400), the recipient's end user and conversation (found or made), then the
+ * provider, once. The message is stored before the provider is called, so a status webhook can
+ * never outrun it. What a send that failed for certain made (a conversation, an end user) is undone;
+ * after an acceptance the conversation moves on and, when it is new, `conversation.started` is
+ * raised. Never retried here: the result says how the provider answered.
+ */
+export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput): Promise<SendFromAgentResult> {
+  const { orgId, agentId, to, content } = input;
+  const row = (await agentWithNumber(ctx.db, [orgId, agentId])).rows[0];
+  if (!row) throw new AppError('NOT_FOUND', `No agent with ID '${clip(agentId, 64)}' in this organization.`);
+  if (!row.number_id || !row.phone_number_id) {
+    throw new AppError(
+      'INVALID_BODY',
+      `Agent '${clip(agentId, 64)}' has no messaging number assigned, so it cannot send messages.`,
+    );
+  }
+  const numberId = row.number_id;
+
+  const now = ctx.clock.now();
+  if (content.kind === 'text' && !(await isWindowOpen(ctx.db, numberId, windowKey(to), now))) {
+    throw new AppError(
+      'INVALID_BODY',
+      `${to} has not written to this agent's number in the last 24 hours, so free text cannot be sent; use type 'template' with an approved template.`,
+    );
+  }
+  const accessToken = row.access_token_enc ? openToken(ctx, row.access_token_enc) : 'sandbox';
+
+  const wanted = input.conversation;
+  const phone = endUserPhoneOf(to);
+  if (!phone && wanted.required) {
+    throw new AppError('INVALID_BODY', `'to' (${to}) is not a phone number an end user can have.`);
+  }
+  const endUser = phone
+    ? await findOrCreateEndUserByPhone(ctx.db, ctx.clock, {
+        orgId,
+        phone,
+        origin: wanted.origin,
+        fields: wanted.endUser,
+      })
+    : undefined;
+  const deps = conversationDeps(ctx);
+  const opened = endUser
+    ? await openConversation(deps, {
+        orgId,
+        agentId,
+        endUserId: endUser.id,
+        triggerId: wanted.triggerId ?? null,
+        campaignId: wanted.campaignId ?? null,
+        context: wanted.context ?? null,
+        at: now,
+      })
+    : undefined;
+  const conversationId = opened?.row.id ?? null;
+
+  const send: ProviderSend = {
+    phoneNumberId: row.phone_number_id,
+    accessToken,
+    to,
+    content,
+    callbackData: input.messageId ?? newId('msg'),
+  };
+  await insertMessage(ctx.db, {
+    id: send.callbackData,
+    org_id: orgId,
+    agent_id: agentId,
+    number_id: numberId,
+    to_phone: to,
+    type: content.kind === 'text' ? 'message' : 'template',
+    template_name: content.kind === 'template' ? content.name : null,
+    provider_message_id: null,
+    status: 'pending',
+    status_rank: STATUS_RANK.pending,
+    error_code: null,
+    error_message: null,
+    created_at: now,
+    updated_at: now,
+    conversation_id: conversationId,
+    text: content.kind === 'text' ? content.text : null,
+    template_language: content.kind === 'template' ? content.language : null,
+    template_parameters:
+      content.kind === 'template' && (content.body.length > 0 || content.header.length > 0)
+        ? JSON.stringify({ body: content.body, header: content.header })
+        : null,
+  });
+
+  const result = await ctx.messaging.provider.send(send);
+  const at = ctx.clock.now();
+  // From here on the provider has answered: bookkeeping that fails is logged, never the caller's
+  // answer (the stored message and its callback data still let later statuses find it).
+  const record = async (what: string, write: () => Promise<unknown>) => {
+    try {
+      await write();
+    } catch (err) {
+      ctx.logger.error(
+        { err, messageId: send.callbackData, providerMessageId: result.ok ? result.messageId : undefined },
+        `the provider answered a send, but recording ${what} failed`,
+      );
+    }
+  };
+  if (!result.ok) {
+    const sentence = failureSentence(result, send);
+    const certain = result.kind !== 'unknown';
+    await record('the failure', () =>
+      markSendFailed(
+        ctx.db,
+        send.callbackData,
+        result.kind === 'rejected' || result.kind === 'throttled' ? 'rejected' : 'unconfirmed',
+        result.code,
+        sentence,
+        at,
+      ),
+    );
+    // Nothing went out: what this send made for its recipient is undone (an unknown outcome keeps it).
+    if (certain && opened?.created) await record('the undo', () => deleteUnstartedConversation(ctx.db, opened.row.id));
+    if (certain && endUser?.created && opened?.created) {
+      await record('the undo', () => deleteEndUserMadeForSend(ctx.db, orgId, endUser.id));
+    }
+    const kept = !certain || !opened?.created;
+    return {
+      ok: false,
+      id: send.callbackData,
+      failure: result,
+      sentence,
+      conversationId: kept ? conversationId : null,
+      endUserId: kept || !endUser?.created ? (endUser?.id ?? null) : null,
+    };
+  }
+  const events = { db: ctx.db, jobs: ctx.jobs, clock: ctx.clock };
+  await record('the acceptance', async () => {
+    await markAccepted(ctx.db, send.callbackData, result.messageId, at);
+    const early = await applyPendingStatuses(ctx.db, send.callbackData, result.messageId, send.phoneNumberId);
+    if (opened) await touchConversation(ctx.db, opened.row.id, now, at);
+    if (opened?.created && endUser) {
+      await emitConversationStarted(events, opened.row, {
+        endUser: { id: endUser.id, name: endUser.name, phone: endUser.phone, email: endUser.email },
+        messageId: result.messageId,
+        at,
+      });
+      ctx.jobs.wake(EVENT_DELIVERY_QUEUE);
+    }
+    // Statuses that outran the provider's answer: told after conversation.started.
+    await raiseMessageStatuses(events, send.callbackData, result.messageId, early);
+  });
+  return {
+    ok: true,
+    id: send.callbackData,
+    messageId: result.messageId,
+    conversationId,
+    endUserId: endUser?.id ?? null,
+    created: opened?.created ?? false,
+  };
+}
+
+/** The sentence of a send that did not go through, or whose outcome is unknown. */
+function failureSentence(result: Extract<ProviderResult, { ok: false }>, send: ProviderSend): string {
+  switch (result.kind) {
+    case 'rejected':
+    case 'throttled':
+      return rejectionSentence(result, send);
+    case 'unknown':
+      return (
+        `The messaging provider's answer is missing (${result.message}), so whether it accepted the message is ` +
+        `unknown; it was not retried. GET /api/messages/${send.callbackData} ` +
+        "shows the message's status once the provider reports on it; send again (with a new Idempotency-Key) only if it never does."
+      );
+    case 'config':
+      return "The messaging provider refused this number's credentials; an administrator must check its access token.";
+    default:
+      return `The messaging provider could not be reached or failed (${result.message}); the message was not sent and was not retried.`;
+  }
+}
+
+/** The AppError a caller of the API gets for a send that did not go through. */
+export function sendFailureError(result: Extract<SendFromAgentResult, { ok: false }>): AppError {
+  switch (result.failure.kind) {
+    case 'rejected':
+    case 'throttled':
+      return new AppError('PROVIDER_REJECTED', result.sentence);
+    case 'unknown':
+      return new SendOutcomeUnknown(result.sentence);
+    default:
+      return new AppError('PROVIDER_UNAVAILABLE', result.sentence);
+  }
+}

@@ -1,0 +1,122 @@
+import { type EventDeps, emitEvent, eventId } from '../events/event.service.js';
+import type { ConversationTable } from './conversation.tables.js';
+
+/**
+ * The four events of a conversation, each raised with an ID derived from what raised it, so that
+ * work which runs again (a retried job, a replayed webhook) raises the same event, delivered once.
+ */
+
+export interface StartedEndUser {
+  readonly id: string;
+  readonly name: string | null;
+  readonly phone: string | null;
+  readonly email: string | null;
+}
+
+/** `conversation.started`: once the opening message went out (or came in). */
+export function emitConversationStarted(
+  deps: EventDeps,
+  row: ConversationTable,
+  opening: { readonly endUser: StartedEndUser; readonly messageId: string | null; readonly at: number },
+): Promise<string[]> {
+  return emitEvent(deps, {
+    id: eventId('conversation.started', row.id),
+    type: 'conversation.started',
+    orgId: row.org_id,
+    agentId: row.agent_id,
+    at: opening.at,
+    data: {
+      conversationId: row.id,
+      agentId: row.agent_id,
+      triggerId: row.trigger_id,
+      campaignId: row.campaign_id,
+      endUser: opening.endUser,
+      context: row.context === null ? null : (JSON.parse(row.context) as unknown),
+      messageId: opening.messageId,
+    },
+  });
+}
+
+/** `message.received`: an end user wrote to the agent's number. */
+export function emitMessageReceived(
+  deps: EventDeps,
+  message: {
+    readonly orgId: string;
+    readonly agentId: string;
+    readonly conversationId: string;
+    readonly endUserId: string | null;
+    readonly from: string;
+    readonly messageId: string;
+    readonly type: string;
+    readonly text: string | null;
+    readonly at: number;
+  },
+): Promise<string[]> {
+  return emitEvent(deps, {
+    id: eventId('message.received', message.messageId),
+    type: 'message.received',
+    orgId: message.orgId,
+    agentId: message.agentId,
+    at: message.at,
+    data: {
+      conversationId: message.conversationId,
+      agentId: message.agentId,
+      endUserId: message.endUserId,
+      from: message.from,
+      messageId: message.messageId,
+      type: message.type,
+      text: message.text,
+    },
+  });
+}
+
+/** `message.status`: the provider reported on an outbound message. */
+export function emitMessageStatus(
+  deps: EventDeps,
+  status: {
+    readonly orgId: string;
+    readonly agentId: string;
+    readonly conversationId: string | null;
+    readonly messageId: string;
+    readonly status: string;
+    readonly error: { readonly code: number | null; readonly message: string | null } | null;
+    readonly at: number;
+  },
+): Promise<string[]> {
+  return emitEvent(deps, {
+    id: eventId('message.status', `${status.messageId}\u0000${status.status}`),
+    type: 'message.status',
+    orgId: status.orgId,
+    agentId: status.agentId,
+    at: status.at,
+    data: {
+      conversationId: status.conversationId,
+      agentId: status.agentId,
+      messageId: status.messageId,
+      status: status.status,
+      ...(status.error ? { error: status.error } : {}),
+    },
+  });
+}
+
+/** `conversation.closed`: by the agent (`closed`) or after the idle time (`idle`). */
+export function emitConversationClosed(
+  deps: EventDeps,
+  row: ConversationTable,
+  reason: 'closed' | 'idle',
+): Promise<string[]> {
+  return emitEvent(deps, {
+    id: eventId('conversation.closed', row.id),
+    type: 'conversation.closed',
+    orgId: row.org_id,
+    agentId: row.agent_id,
+    at: Number(row.closed_at ?? row.updated_at),
+    data: {
+      conversationId: row.id,
+      agentId: row.agent_id,
+      endUserId: row.end_user_id,
+      reason,
+      closedAt: Number(row.closed_at ?? row.updated_at),
+    },
+  });
+}

@@ -1,0 +1,273 @@
+import { type Kysely, sql } from 'kysely';
+import { precompiled, slot } from '../db/precompiled.js';
+import type { DB } from '../db/schema.js';
+import type { ConversationTable } from './conversation.tables.js';
+
+/** SQL of conversations and their threads; nothing else. */
+
+const openOfPair = precompiled((db) =>
+  db
+    .selectFrom('conversations')
+    .selectAll()
+    .where('org_id', '=', slot<string>(0))
+    .where('agent_id', '=', slot<string>(1))
+    .where('end_user_id', '=', slot<string>(2))
+    .where('status', '=', 'open'),
+);
+
+/** The open conversation of an agent with an end user, if any. */
+export async function findOpenConversation(
+  db: Kysely<DB>,
+  orgId: string,
+  agentId: string,
+  endUserId: string,
+): Promise<ConversationTable | undefined> {
+  return (await openOfPair(db, [orgId, agentId, endUserId])).rows[0];
+}
+
+const byId = precompiled((db) =>
+  db.selectFrom('conversations').selectAll().where('org_id', '=', slot<string>(0)).where('id', '=', slot<string>(1)),
+);
+
+export async function findConversation(
+  db: Kysely<DB>,
+  orgId: string,
+  id: string,
+): Promise<ConversationTable | undefined> {
+  return (await byId(db, [orgId, id])).rows[0];
+}
+
+export async function insertConversation(db: Kysely<DB>, row: ConversationTable): Promise<void> {
+  await db.insertInto('conversations').values(row).execute();
+}
+
+/** Deletes a conversation that turned out never to have started (its opening send failed). */
+export async function deleteUnstartedConversation(db: Kysely<DB>, id: string): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable('messages').set({ conversation_id: null }).where('conversation_id', '=', id).execute();
+    await trx.deleteFrom('conversations').where('id', '=', id).execute();
+  });
+}
+
+const touchQuery = precompiled((db) =>
+  db
+    .updateTable('conversations')
+    .set({
+      last_message_at: sql<number>`case when last_message_at < ${slot<number>(0)} then ${slot<number>(0)} else last_message_at end`,
+      updated_at: slot<number>(1),
+    })
+    .where('id', '=', slot<string>(2)),
+);
+
+/** A message was added: the conversation's last message time moves forward, never back. */
+export async function touchConversation(db: Kysely<DB>, id: string, at: number, now: number): Promise<void> {
+  await touchQuery(db, [at, now, id]);
+}
+
+/** Closes an open conversation; returns the closed row, or undefined when it was not open. */
+export async function closeConversationRow(
+  db: Kysely<DB>,
+  orgId: string,
+  id: string,
+  at: number,
+): Promise<ConversationTable | undefined> {
+  return db
+    .updateTable('conversations')
+    .set({ status: 'closed', closed_at: at, updated_at: at })
+    .where('org_id', '=', orgId)
+    .where('id', '=', id)
+    .where('status', '=', 'open')
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Closes up to `limit` open conversations whose last message is older than `cutoff`; returns them. */
+export async function closeIdleRows(
+  db: Kysely<DB>,
+  cutoff: number,
+  at: number,
+  limit: number,
+): Promise<ConversationTable[]> {
+  return db
+    .updateTable('conversations')
+    .set({ status: 'closed', closed_at: at, updated_at: at })
+    .where('id', 'in', (eb) =>
+      eb
+        .selectFrom('conversations')
+        .select('id')
+        .where('status', '=', 'open')
+        .where('last_message_at', '<', cutoff)
+        .limit(limit),
+    )
+    .where('status', '=', 'open')
+    .returningAll()
+    .execute();
+}
+
+export interface ConversationFilter {
+  agentId?: string;
+  endUserId?: string;
+  status?: 'open' | 'closed';
+  updatedSince?: number;
+  after?: { startedAt: number; id: string };
+}
+
+/** Newest first on (started_at, id): a keyset seek. */
+export async function listConversationRows(
+  db: Kysely<DB>,
+  orgId: string,
+  filter: ConversationFilter,
+  limit: number,
+): Promise<ConversationTable[]> {
+  let query = db.selectFrom('conversations').selectAll().where('org_id', '=', orgId);
+  if (filter.agentId !== undefined) query = query.where('agent_id', '=', filter.agentId);
+  if (filter.endUserId !== undefined) query = query.where('end_user_id', '=', filter.endUserId);
+  if (filter.status !== undefined) query = query.where('status', '=', filter.status);
+  if (filter.updatedSince !== undefined) query = query.where('updated_at', '>=', filter.updatedSince);
+  const after = filter.after;
+  if (after) {
+    query = query
+      .where('started_at', '<=', after.startedAt)
+      .where((eb) => eb.or([eb('started_at', '<', after.startedAt), eb('id', '<', after.id)]));
+  }
+  return query.orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+}
+
+/** One message of a thread, either direction, as both tables give it. */
+export interface ThreadRow {
+  readonly id: string;
+  readonly direction: 'inbound' | 'outbound';
+  readonly type: 'template' | 'message';
+  readonly text: string | null;
+  readonly templateName: string | null;
+  readonly templateLanguage: string | null;
+  readonly templateParameters: string | null;
+  readonly messageId: string | null;
+  readonly status: string | null;
+  readonly inboundType: string | null;
+  readonly createdAt: number;
+}
+
+/**
+ * Up to `limit` messages of a conversation after `after` (oldest first on (createdAt, id)): the
+ * outbound ones from `messages`, the inbound ones from `inbound_messages` (whose ID is the
+ * provider's), merged.
+ */
+export async function listThreadRows(
+  db: Kysely<DB>,
+  conversationId: string,
+  after: { createdAt: number; id: string } | undefined,
+  limit: number,
+): Promise<ThreadRow[]> {
+  let out = db
+    .selectFrom('messages')
+    .select([
+      'id',
+      'type',
+      'text',
+      'template_name',
+      'template_language',
+      'template_parameters',
+      'provider_message_id',
+      'status',
+      'created_at',
+    ])
+    .where('conversation_id', '=', conversationId);
+  let inbound = db
+    .selectFrom('inbound_messages')
+    .select(['provider_message_id', 'text', 'type', 'received_at'])
+    .where('conversation_id', '=', conversationId);
+  if (after) {
+    out = out
+      .where('created_at', '>=', after.createdAt)
+      .where((eb) => eb.or([eb('created_at', '>', after.createdAt), eb('id', '>', after.id)]));
+    inbound = inbound
+      .where('received_at', '>=', after.createdAt)
+      .where((eb) => eb.or([eb('received_at', '>', after.createdAt), eb('provider_message_id', '>', after.id)]));
+  }
+  const [outRows, inRows] = await Promise.all([
+    out.orderBy('created_at').orderBy('id').limit(limit).execute(),
+    inbound.orderBy('received_at').orderBy('provider_message_id').limit(limit).execute(),
+  ]);
+  const rows: ThreadRow[] = [
+    ...outRows.map(
+      (r): ThreadRow => ({
+        id: r.id,
+        direction: 'outbound',
+        type: r.type,
+        text: r.text,
+        templateName: r.template_name,
+        templateLanguage: r.template_language,
+        templateParameters: r.template_parameters,
+        messageId: r.provider_message_id,
+        status: r.status,
+        inboundType: null,
+        createdAt: Number(r.created_at),
+      }),
+    ),
+    ...inRows.map(
+      (r): ThreadRow => ({
+        id: r.provider_message_id,
+        direction: 'inbound',
+        type: 'message',
+        text: r.text,
+        templateName: null,
+        templateLanguage: null,
+        templateParameters: null,
+        messageId: r.provider_message_id,
+        status: null,
+        inboundType: r.type,
+        createdAt: Number(r.received_at),
+      }),
+    ),
+  ];
+  rows.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return rows.slice(0, limit);
+}
+
+/** The agents a number is assigned to in its organization, oldest first. */
+export async function agentsOfNumber(db: Kysely<DB>, orgId: string, numberId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('agents')
+    .select('id')
+    .where('org_id', '=', orgId)
+    .where('number_id', '=', numberId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** Of these agents, the one with the most recently active open conversation with the end user. */
+export async function agentWithOpenConversation(
+  db: Kysely<DB>,
+  orgId: string,
+  agentIds: readonly string[],
+  endUserId: string,
+): Promise<string | undefined> {
+  if (agentIds.length === 0) return undefined;
+  const row = await db
+    .selectFrom('conversations')
+    .select('agent_id')
+    .where('org_id', '=', orgId)
+    .where('end_user_id', '=', endUserId)
+    .where('status', '=', 'open')
+    .where('agent_id', 'in', agentIds)
+    .orderBy('last_message_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return row?.agent_id;
+}
+
+/** Sets the conversation of an inbound message (idempotent). */
+export async function setInboundConversation(
+  db: Kysely<DB>,
+  providerMessageId: string,
+  conversationId: string,
+): Promise<void> {
+  await db
+    .updateTable('inbound_messages')
+    .set({ conversation_id: conversationId })
+    .where('provider_message_id', '=', providerMessageId)
+    .execute();
+}

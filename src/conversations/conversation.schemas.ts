@@ -1,0 +1,115 @@
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+const MAX_INTEGER = Number.MAX_SAFE_INTEGER;
+
+export const ConversationSchema = Type.Object(
+  {
+    id: Type.String({ description: 'The conversation ID (`cnv_...`).' }),
+    agentId: Type.String(),
+    endUserId: Type.String(),
+    triggerId: Nullable(Type.String({ description: 'The trigger that opened it, if one did.' })),
+    campaignId: Nullable(Type.String({ description: 'The campaign that opened it, if one did.' })),
+    status: Type.Union([Type.Literal('open'), Type.Literal('closed')]),
+    context: Nullable(Type.Object({}, { additionalProperties: true, description: "The trigger's context." })),
+    startedAt: Type.Number({ description: 'ms since epoch.' }),
+    lastMessageAt: Type.Number({ description: 'Time of the last message either way, ms since epoch.' }),
+    closedAt: Nullable(Type.Number({ description: 'ms since epoch.' })),
+  },
+  {
+    title: 'Conversation',
+    examples: [
+      {
+        id: 'cnv_2bYw8sKq4nLm6RtPz0XcVa',
+        agentId: 'agt_7hQk2LmN9pRs4TuVw6XyZa',
+        endUserId: 'eu_3kTq9ZpW0bLm2XcV7nR4sA',
+        triggerId: 'order_shipped',
+        campaignId: null,
+        status: 'open',
+        context: { orderId: 'A-1042' },
+        startedAt: 1795386969828,
+        lastMessageAt: 1795386975120,
+        closedAt: null,
+      },
+    ],
+  },
+);
+export type ConversationSchema = Static<typeof ConversationSchema>;
+
+export const ConversationIdParams = Type.Object({
+  conversationId: Type.String({ minLength: 1, maxLength: 64, description: 'The conversation ID.' }),
+});
+
+const Limit = Type.Optional(
+  Type.Integer({ minimum: 1, maximum: 200, default: 50, description: 'Page size, 1 to 200.' }),
+);
+const Cursor = Type.Optional(Type.String({ maxLength: 300, description: 'nextCursor of the previous page.' }));
+const NextCursor = Nullable(Type.String({ description: 'Pass as cursor for the next page; null on the last page.' }));
+
+export const ConversationListQuery = Type.Object(
+  {
+    agent: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: "Only this agent's conversations." })),
+    endUser: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: "Only this end user's conversations." }),
+    ),
+    status: Type.Optional(Type.Union([Type.Literal('open'), Type.Literal('closed')])),
+    updatedSince: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: MAX_INTEGER,
+        description: 'Updated at or after this time (ms since epoch).',
+      }),
+    ),
+    limit: Limit,
+    cursor: Cursor,
+  },
+  { additionalProperties: false },
+);
+export type ConversationListQuery = Static<typeof ConversationListQuery>;
+
+export const ConversationList = Type.Object(
+  {
+    data: Type.Array(ConversationSchema, { description: 'Newest first (by start).' }),
+    nextCursor: NextCursor,
+  },
+  { title: 'ConversationList' },
+);
+export type ConversationList = Static<typeof ConversationList>;
+
+export const ThreadQuery = Type.Object({ limit: Limit, cursor: Cursor }, { additionalProperties: false });
+export type ThreadQuery = Static<typeof ThreadQuery>;
+
+export const ThreadMessage = Type.Object(
+  {
+    id: Type.String({
+      description: "Parley's ID of an outbound message (`msg_...`); the provider's message ID of an inbound one.",
+    }),
+    direction: Type.Union([Type.Literal('inbound'), Type.Literal('outbound')]),
+    type: Type.Union([Type.Literal('template'), Type.Literal('message')]),
+    text: Type.Optional(Nullable(Type.String({ description: 'The text (free text either way).' }))),
+    template: Type.Optional(
+      Type.Object({
+        name: Type.String(),
+        language: Nullable(Type.String()),
+        parameters: Type.Optional(Type.Object({ body: Type.Array(Type.String()), header: Type.Array(Type.String()) })),
+      }),
+    ),
+    inboundType: Type.Optional(
+      Type.String({ description: "The provider's type of an inbound message (`text`, `image`, `button`...)." }),
+    ),
+    messageId: Nullable(Type.String({ description: "The provider's message ID (null until the provider accepted)." })),
+    status: Type.Optional(Type.String({ description: 'Delivery status of an outbound message.' })),
+    createdAt: Type.Number({ description: 'When Parley stored it, ms since epoch.' }),
+  },
+  { title: 'ConversationMessage' },
+);
+export type ThreadMessage = Static<typeof ThreadMessage>;
+
+export const ThreadPage = Type.Object(
+  {
+    data: Type.Array(ThreadMessage, { description: 'Oldest first.' }),
+    nextCursor: NextCursor,
+  },
+  { title: 'ConversationMessagePage' },
+);
+export type ThreadPage = Static<typeof ThreadPage>;

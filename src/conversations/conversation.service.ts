@@ -1,0 +1,277 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.js';
+import { isUniqueViolation } from '../end-users/end-user.repository.js';
+import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
+import type { JobRunner } from '../jobs/job-runner.js';
+import { clip } from '../shared/clip.js';
+import type { Clock } from '../shared/clock.js';
+import { decodeCursor, encodeCursor } from '../shared/cursor.js';
+import { AppError } from '../shared/errors.js';
+import { newId } from '../shared/ids.js';
+import { emitConversationClosed } from './conversation.events.js';
+import {
+  type ConversationFilter,
+  closeConversationRow,
+  closeIdleRows,
+  findConversation,
+  findOpenConversation,
+  insertConversation,
+  listConversationRows,
+  listThreadRows,
+  type ThreadRow,
+} from './conversation.repository.js';
+import type { ConversationListQuery, ThreadMessage, ThreadQuery } from './conversation.schemas.js';
+import type { ConversationStatus, ConversationTable } from './conversation.tables.js';
+
+/** A conversation as the API shows it. */
+export interface Conversation {
+  id: string;
+  agentId: string;
+  endUserId: string;
+  triggerId: string | null;
+  campaignId: string | null;
+  status: ConversationStatus;
+  context: Record<string, unknown> | null;
+  startedAt: number;
+  lastMessageAt: number;
+  closedAt: number | null;
+}
+
+export function toConversation(row: ConversationTable): Conversation {
+  return {
+    id: row.id,
+    agentId: row.agent_id,
+    endUserId: row.end_user_id,
+    triggerId: row.trigger_id,
+    campaignId: row.campaign_id,
+    status: row.status,
+    context: row.context === null ? null : (JSON.parse(row.context) as Record<string, unknown>),
+    startedAt: Number(row.started_at),
+    lastMessageAt: Number(row.last_message_at),
+    closedAt: row.closed_at === null ? null : Number(row.closed_at),
+  };
+}
+
+/** What the conversation verbs need: the database, the job runner (events), the clock, the idle time. */
+export interface ConversationDeps {
+  readonly db: Kysely<DB>;
+  readonly jobs: JobRunner;
+  readonly clock: Clock;
+  /** A conversation with no message for this long is closed. */
+  readonly idleMs: number;
+}
+
+/** Who reads: a whole organization, or one agent of it (an agent key). */
+export interface Reader {
+  readonly orgId: string;
+  /** Set for an agent key: only that agent's conversations exist for it. */
+  readonly agentId: string | null;
+}
+
+export interface OpenInput {
+  readonly orgId: string;
+  readonly agentId: string;
+  readonly endUserId: string;
+  readonly triggerId?: string | null;
+  readonly campaignId?: string | null;
+  readonly context?: Record<string, unknown> | null;
+  readonly at: number;
+}
+
+/**
+ * The open conversation of the agent with the end user, or a new one. One open conversation per
+ * pair: the database's partial unique index decides a race between two requests (or nodes), and
+ * the loser joins the winner's conversation. An open conversation idle past `idleMs` is closed
+ * here first (as the sweep would), so a late sweep never joins a new message to a stale thread.
+ */
+export async function openConversation(
+  deps: ConversationDeps,
+  input: OpenInput,
+): Promise<{ row: ConversationTable; created: boolean }> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const open = await findOpenConversation(deps.db, input.orgId, input.agentId, input.endUserId);
+    if (open && input.at - Number(open.last_message_at) > deps.idleMs) {
+      await closeConversation(deps, { orgId: input.orgId, agentId: null }, open.id, 'idle');
+      continue;
+    }
+    if (open) return { row: open, created: false };
+    const now = deps.clock.now();
+    const row: ConversationTable = {
+      id: newId('cnv'),
+      org_id: input.orgId,
+      agent_id: input.agentId,
+      end_user_id: input.endUserId,
+      trigger_id: input.triggerId ?? null,
+      campaign_id: input.campaignId ?? null,
+      status: 'open',
+      context: input.context ? JSON.stringify(input.context) : null,
+      started_at: now,
+      last_message_at: input.at,
+      closed_at: null,
+      updated_at: now,
+    };
+    try {
+      await insertConversation(deps.db, row);
+      return { row, created: true };
+    } catch (err) {
+      // Another request opened one for this pair at the same moment: join it. Inside a
+      // transaction (which PostgreSQL has aborted) the caller runs the whole transaction again.
+      if (!isUniqueViolation(err) || deps.db.isTransaction) throw err;
+    }
+  }
+  throw new AppError('SERVICE_UNAVAILABLE', 'The conversation could not be opened; retry.');
+}
+
+export type CloseReason = 'closed' | 'idle';
+
+/**
+ * Closes a conversation (the agent's request, or idleness) and raises `conversation.closed` in the
+ * same transaction. A conversation already closed is answered as it is.
+ */
+export async function closeConversation(
+  deps: ConversationDeps,
+  reader: Reader,
+  id: string,
+  reason: CloseReason,
+): Promise<Conversation> {
+  const existing = await getConversationRow(deps.db, reader, id);
+  if (existing.status === 'closed') return toConversation(existing);
+  const at = deps.clock.now();
+  const close = async (trx: Kysely<DB>) => {
+    const row = await closeConversationRow(trx, existing.org_id, id, at);
+    if (row) await emitConversationClosed({ ...deps, db: trx }, row, reason);
+    return row;
+  };
+  const closed = deps.db.isTransaction ? await close(deps.db) : await deps.db.transaction().execute(close);
+  if (closed && !deps.db.isTransaction) deps.jobs.wake(EVENT_DELIVERY_QUEUE);
+  return toConversation(closed ?? (await getConversationRow(deps.db, reader, id)));
+}
+
+/**
+ * Closes every conversation idle past `idleMs` (in batches), each with its `conversation.closed`.
+ * The UPDATE claims the rows, so two nodes sweeping at once close each conversation once.
+ */
+export async function closeIdleConversations(deps: ConversationDeps, batch = 500): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const at = deps.clock.now();
+    const closed = await deps.db.transaction().execute(async (trx) => {
+      const rows = await closeIdleRows(trx, at - deps.idleMs, at, batch);
+      for (const row of rows) await emitConversationClosed({ ...deps, db: trx }, row, 'idle');
+      return rows.length;
+    });
+    total += closed;
+    if (closed > 0) deps.jobs.wake(EVENT_DELIVERY_QUEUE);
+    if (closed < batch) return total;
+  }
+}
+
+const notFound = (id: string) => new AppError('NOT_FOUND', `No conversation with ID '${clip(id, 64)}'.`);
+
+/** A conversation the reader may see; another organization's or another agent's is not found. */
+export async function getConversationRow(db: Kysely<DB>, reader: Reader, id: string): Promise<ConversationTable> {
+  const row = await findConversation(db, reader.orgId, id);
+  if (!row || (reader.agentId !== null && row.agent_id !== reader.agentId)) throw notFound(id);
+  return row;
+}
+
+export async function getConversation(db: Kysely<DB>, reader: Reader, id: string): Promise<Conversation> {
+  return toConversation(await getConversationRow(db, reader, id));
+}
+
+/** Conversation IDs, and the IDs of a thread's messages (ours, or the provider's). */
+const CURSOR_ID = /^\P{Cc}{1,512}$/u;
+
+function decodeListCursor(text: string): { at: number; id: string } {
+  const position = decodeCursor(text, CURSOR_ID);
+  if (!position) {
+    throw new AppError('INVALID_BODY', "Invalid query parameter: 'cursor' is not a cursor this API returned.");
+  }
+  return position;
+}
+
+/**
+ * The reader's conversations, newest first. An agent key lists only its agent's; naming another
+ * agent with it is 403, as a send to another agent is.
+ */
+export async function listConversations(
+  db: Kysely<DB>,
+  reader: Reader,
+  query: ConversationListQuery,
+): Promise<{ data: Conversation[]; nextCursor: string | null }> {
+  if (reader.agentId !== null && query.agent !== undefined && query.agent !== reader.agentId) {
+    throw new AppError('FORBIDDEN', 'This API key is bound to another agent.');
+  }
+  const limit = query.limit ?? 50;
+  const filter: ConversationFilter = {};
+  const agentId = reader.agentId ?? query.agent;
+  if (agentId !== undefined) filter.agentId = agentId;
+  if (query.endUser !== undefined) filter.endUserId = query.endUser;
+  if (query.status !== undefined) filter.status = query.status;
+  if (query.updatedSince !== undefined) filter.updatedSince = query.updatedSince;
+  if (query.cursor !== undefined) {
+    const c = decodeListCursor(query.cursor);
+    filter.after = { startedAt: c.at, id: c.id };
+  }
+  const rows = await listConversationRows(db, reader.orgId, filter, limit + 1);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    data: page.map(toConversation),
+    nextCursor: rows.length > limit && last ? encodeCursor(Number(last.started_at), last.id) : null,
+  };
+}
+
+function toThreadMessage(row: ThreadRow): ThreadMessage {
+  const base = {
+    id: row.id,
+    direction: row.direction,
+    type: row.type,
+    messageId: row.messageId,
+    createdAt: row.createdAt,
+  };
+  if (row.direction === 'inbound') {
+    return { ...base, text: row.text, ...(row.inboundType ? { inboundType: row.inboundType } : {}) };
+  }
+  const parameters = row.templateParameters
+    ? (JSON.parse(row.templateParameters) as { body: string[]; header: string[] })
+    : undefined;
+  return {
+    ...base,
+    ...(row.type === 'message' ? { text: row.text } : {}),
+    ...(row.type === 'template' && row.templateName !== null
+      ? {
+          template: {
+            name: row.templateName,
+            language: row.templateLanguage,
+            ...(parameters ? { parameters } : {}),
+          },
+        }
+      : {}),
+    ...(row.status !== null ? { status: row.status } : {}),
+  };
+}
+
+/** The thread of a conversation the reader may see, oldest first, both directions. */
+export async function listConversationMessages(
+  db: Kysely<DB>,
+  reader: Reader,
+  id: string,
+  query: ThreadQuery,
+): Promise<{ data: ThreadMessage[]; nextCursor: string | null }> {
+  const conversation = await getConversationRow(db, reader, id);
+  const limit = query.limit ?? 50;
+  const after = query.cursor !== undefined ? decodeListCursor(query.cursor) : undefined;
+  const rows = await listThreadRows(
+    db,
+    conversation.id,
+    after ? { createdAt: after.at, id: after.id } : undefined,
+    limit + 1,
+  );
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    data: page.map(toThreadMessage),
+    nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null,
+  };
+}

@@ -1,0 +1,34 @@
+import { EVENT_DELIVERY_QUEUE, type EventDeps } from '../events/event.service.js';
+import type { StatusEvent } from '../messaging/message.repository.js';
+import { emitMessageStatus } from './conversation.events.js';
+
+/**
+ * Tells the agent of statuses of one of its messages (`message.status`, one event per status): from
+ * a status webhook, or from statuses that arrived before the send finished and were applied by it.
+ */
+export async function raiseMessageStatuses(
+  deps: EventDeps,
+  id: string,
+  providerMessageId: string,
+  statuses: readonly StatusEvent[],
+): Promise<void> {
+  if (statuses.length === 0) return;
+  const message = await deps.db
+    .selectFrom('messages')
+    .select(['org_id', 'agent_id', 'conversation_id'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  if (!message) return;
+  for (const status of statuses) {
+    await emitMessageStatus(deps, {
+      orgId: message.org_id,
+      agentId: message.agent_id,
+      conversationId: message.conversation_id,
+      messageId: providerMessageId,
+      status: status.status,
+      error: status.status === 'failed' ? { code: status.errorCode, message: status.errorMessage } : null,
+      at: status.occurredAt,
+    });
+  }
+  deps.jobs.wake(EVENT_DELIVERY_QUEUE);
+}
