@@ -1,43 +1,181 @@
 import type { Kysely } from 'kysely';
+import { findAgent } from '../agents/agent.service.js';
+import { inTransaction, recordAudit } from '../audit/audit.service.js';
+import { TEMPLATE_LANGUAGE } from '../channels/channel.schemas.js';
 import type { CampaignTable, DB } from '../db/schema.js';
+import type { JobRunner } from '../jobs/job-runner.js';
 import { getOrganization } from '../orgs/org.service.js';
+import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import { CAMPAIGN_DISPATCH_QUEUE, type CampaignDispatchJob } from './campaign.queues.js';
+import {
+  countDeliveries,
+  type DeliveryStatus,
+  findCampaignRow,
+  insertCampaign,
+  listCampaignRows,
+  setCampaignStatus,
+} from './campaign.repository.js';
+
+export interface TemplateParameterLists {
+  body?: string[];
+  header?: string[];
+}
 
 export interface Campaign {
   id: string;
   orgId: string;
   name: string;
+  agentId: string | null;
+  template: string | null;
+  language: string | null;
+  parameters: TemplateParameterLists | null;
+  status: CampaignTable['status'];
   createdAt: number;
+  updatedAt: number;
 }
 
-const toCampaign = (row: CampaignTable): Campaign => ({
+export type DeliveryCounts = Record<DeliveryStatus, number>;
+
+export const parseParameters = (text: string | null): TemplateParameterLists | null =>
+  text === null ? null : (JSON.parse(text) as TemplateParameterLists);
+
+export const toCampaign = (row: CampaignTable): Campaign => ({
   id: row.id,
   orgId: row.org_id,
   name: row.name,
-  createdAt: row.created_at,
+  agentId: row.agent_id,
+  template: row.template_name,
+  language: row.template_language,
+  parameters: parseParameters(row.default_parameters),
+  status: row.status,
+  createdAt: Number(row.created_at),
+  updatedAt: Number(row.updated_at ?? row.created_at),
 });
 
-export async function createCampaign(
-  db: Kysely<DB>,
-  clock: Clock,
-  input: { orgId: string; name: string },
-): Promise<Campaign> {
+export interface CreateCampaignInput {
+  orgId: string;
+  name: string;
+  /** The agent whose number sends, with the template; all three or none (a campaign that cannot send yet). */
+  agentId?: string | undefined;
+  template?: string | undefined;
+  language?: string | undefined;
+  parameters?: TemplateParameterLists | undefined;
+  /** Who creates it (`cli`, a dashboard user): recorded in the audit log with the campaign. */
+  actor?: string | undefined;
+}
+
+export async function createCampaign(db: Kysely<DB>, clock: Clock, input: CreateCampaignInput): Promise<Campaign> {
   await getOrganization(db, input.orgId);
   const name = input.name.trim();
   if (!name) throw new AppError('INVALID_BODY', 'campaign name must not be empty');
-  const row: CampaignTable = { id: newId('cmp'), org_id: input.orgId, name, created_at: clock.now() };
-  await db.insertInto('campaigns').values(row).execute();
+  if (name.length > 200) throw new AppError('INVALID_BODY', 'campaign name must be at most 200 characters');
+  const sends = input.agentId !== undefined || input.template !== undefined || input.language !== undefined;
+  if (sends) {
+    if (!input.agentId || !input.template || !input.language) {
+      throw new AppError(
+        'INVALID_BODY',
+        'a campaign needs an agent (--agent), a template (--template) and its language',
+      );
+    }
+    if (!(await findAgent(db, input.orgId, input.agentId))) {
+      throw new AppError('NOT_FOUND', `unknown agent "${clip(input.agentId, 64)}" in organization ${input.orgId}`);
+    }
+    if (!input.template.trim() || input.template.length > 512) {
+      throw new AppError('INVALID_BODY', 'template name must be 1 to 512 characters');
+    }
+    if (!TEMPLATE_LANGUAGE.test(input.language)) {
+      throw new AppError('INVALID_BODY', `language must look like en_US (xx_XX), got "${clip(input.language, 20)}"`);
+    }
+  }
+  const now = clock.now();
+  const row: CampaignTable = {
+    id: newId('cmp'),
+    org_id: input.orgId,
+    name,
+    created_at: now,
+    agent_id: input.agentId ?? null,
+    template_name: input.template ?? null,
+    template_language: input.language ?? null,
+    default_parameters: input.parameters ? JSON.stringify(input.parameters) : null,
+    status: 'active',
+    updated_at: now,
+  };
+  const actor = input.actor;
+  await inTransaction(db, async (trx) => {
+    await insertCampaign(trx, row);
+    if (actor) {
+      await recordAudit(trx, {
+        orgId: row.org_id,
+        actor,
+        action: 'campaign.created',
+        targetType: 'campaign',
+        targetId: row.id,
+        details: { name, agentId: row.agent_id, template: row.template_name, language: row.template_language },
+        at: now,
+      });
+    }
+  });
   return toCampaign(row);
 }
 
 export async function findCampaign(db: Kysely<DB>, orgId: string, campaignId: string): Promise<Campaign | undefined> {
-  const row = await db
-    .selectFrom('campaigns')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('id', '=', campaignId)
-    .executeTakeFirst();
+  const row = await findCampaignRow(db, orgId, campaignId);
   return row ? toCampaign(row) : undefined;
+}
+
+/** The campaign or a 404 sentence. */
+export async function getCampaign(db: Kysely<DB>, orgId: string, campaignId: string): Promise<Campaign> {
+  const campaign = await findCampaign(db, orgId, campaignId);
+  if (!campaign) throw new AppError('NOT_FOUND', `No campaign with ID '${clip(campaignId, 64)}' in this organization.`);
+  return campaign;
+}
+
+export async function listCampaigns(db: Kysely<DB>, orgId: string): Promise<Campaign[]> {
+  await getOrganization(db, orgId);
+  return (await listCampaignRows(db, orgId)).map(toCampaign);
+}
+
+export async function campaignWithCounts(
+  db: Kysely<DB>,
+  orgId: string,
+  campaignId: string,
+): Promise<Campaign & { counts: DeliveryCounts }> {
+  const campaign = await getCampaign(db, orgId, campaignId);
+  return { ...campaign, counts: await countDeliveries(db, campaign.id) };
+}
+
+/** Stops new sends of the campaign (within a second: every send reads the status first). */
+export async function pauseCampaign(
+  db: Kysely<DB>,
+  clock: Clock,
+  orgId: string,
+  campaignId: string,
+): Promise<Campaign> {
+  const row = await setCampaignStatus(db, orgId, campaignId, 'paused', clock.now());
+  if (!row) throw new AppError('NOT_FOUND', `No campaign with ID '${clip(campaignId, 64)}' in this organization.`);
+  return toCampaign(row);
+}
+
+/**
+ * Sends again: the status and a job that queues the deliveries still waiting (their jobs ended
+ * while the campaign was paused) are written together, so a resume is never half done.
+ */
+export async function resumeCampaign(
+  db: Kysely<DB>,
+  jobs: JobRunner,
+  clock: Clock,
+  orgId: string,
+  campaignId: string,
+): Promise<Campaign> {
+  const row = await db.transaction().execute(async (trx) => {
+    const updated = await setCampaignStatus(trx, orgId, campaignId, 'active', clock.now());
+    if (!updated) return undefined;
+    await jobs.enqueue<CampaignDispatchJob>(CAMPAIGN_DISPATCH_QUEUE, { campaignId }, { db: trx });
+    return updated;
+  });
+  if (!row) throw new AppError('NOT_FOUND', `No campaign with ID '${clip(campaignId, 64)}' in this organization.`);
+  return toCampaign(row);
 }
