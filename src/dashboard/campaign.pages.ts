@@ -1,0 +1,273 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { listAgents } from '../agents/agent.service.js';
+import { deliveriesOfCampaign } from '../campaigns/accept-recipients.js';
+import { DELIVERY_STATUSES } from '../campaigns/campaign.repository.js';
+import {
+  type Campaign,
+  campaignWithCounts,
+  getCampaign,
+  listCampaigns,
+  pauseCampaign,
+  resumeCampaign,
+} from '../campaigns/campaign.service.js';
+import type { AppContext } from '../context.js';
+import { listEndUsers } from '../end-users/end-user.service.js';
+import { type ApiKey, createKey, listKeys, revokeKey } from '../keys/key.service.js';
+import { PERMISSION_LABELS } from '../keys/permissions.js';
+import { AppError, isAppError } from '../shared/errors.js';
+import type { PageKit } from './agent.pages.js';
+import type { Session } from './session.service.js';
+import { renderPage, renderPartial } from './views.js';
+
+/** The agent pages' kit, plus what the dialogs need (htmx or a plain form). */
+export interface DialogPageKit extends PageKit {
+  isHtmx(request: FastifyRequest): boolean;
+  redirectAfterPost(request: FastifyRequest, reply: FastifyReply, to: string): FastifyReply;
+}
+
+const STATUSES = DELIVERY_STATUSES.map((key) => ({ key, label: key.charAt(0).toUpperCase() + key.slice(1) }));
+const STATUS_WORDS: Record<Campaign['status'], string> = { active: 'Active', paused: 'Paused' };
+
+/**
+ * Campaigns (list; a page per campaign with pause/resume, counts, deliveries and its keys) and
+ * end users (list, search, pages). Pages call the services.
+ */
+export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit: DialogPageKit): void {
+  const { db, clock } = ctx;
+  const canManage = (session: Session) => session.user.role !== 'member';
+  const pagePath = (campaignId: string) => `/dashboard/campaigns/${encodeURIComponent(campaignId)}`;
+
+  const agentNames = async (orgId: string) => new Map((await listAgents(db, orgId)).map((a) => [a.id, a.name]));
+  const templateText = (c: Campaign) => (c.template ? `${c.template} (${c.language ?? ''})` : 'none (cannot send)');
+
+  app.get('/dashboard/campaigns', kit.signedIn, async (request, reply) => {
+    const session = kit.sessionOf(request);
+    const [campaigns, agents] = await Promise.all([listCampaigns(db, session.org.id), agentNames(session.org.id)]);
+    const rows = await Promise.all(
+      campaigns.map(async (c) => ({
+        id: c.id,
+        name: c.name,
+        agent: c.agentId ? (agents.get(c.agentId) ?? c.agentId) : '—',
+        template: templateText(c),
+        status: STATUS_WORDS[c.status],
+        counts: (await campaignWithCounts(db, session.org.id, c.id)).counts,
+      })),
+    );
+    return kit.html(
+      reply,
+      renderPage('campaigns', {
+        title: 'Campaigns',
+        session,
+        section: 'campaigns',
+        org: session.org,
+        statuses: STATUSES,
+        rows,
+      }),
+    );
+  });
+
+  /** The campaign's own keys (they also appear in the API Keys panel, scoped `Campaign: <name>`). */
+  const campaignKeys = async (orgId: string, campaignId: string) =>
+    (await listKeys(db, orgId)).filter((k) => k.scope === 'campaign' && k.campaignId === campaignId);
+  const findCampaignKey = async (orgId: string, campaignId: string, keyId: string) => {
+    const key = (await campaignKeys(orgId, campaignId)).find((k) => k.id === keyId);
+    if (!key) throw new AppError('NOT_FOUND', 'No such key for this campaign.');
+    return key;
+  };
+
+  const campaignPage = async (session: Session, campaignId: string, cursor?: string, dialog?: string) => {
+    const campaign = await campaignWithCounts(db, session.org.id, campaignId);
+    const [deliveries, keys, agents] = await Promise.all([
+      // The most recent first.
+      deliveriesOfCampaign(
+        ctx,
+        session.org.id,
+        campaign.id,
+        { limit: 50, ...(cursor ? { cursor } : {}) },
+        { newestFirst: true },
+      ),
+      campaignKeys(session.org.id, campaign.id),
+      agentNames(session.org.id),
+    ]);
+    return renderPage(
+      'campaign',
+      {
+        title: campaign.name,
+        session,
+        section: 'campaigns',
+        org: session.org,
+        csrfToken: session.csrfToken,
+        canManage: canManage(session),
+        campaign,
+        agent: campaign.agentId ? (agents.get(campaign.agentId) ?? campaign.agentId) : 'none',
+        template: templateText(campaign),
+        status: STATUS_WORDS[campaign.status],
+        statuses: STATUSES,
+        counts: campaign.counts,
+        deliveries: deliveries.data.map((d) => ({
+          to: d.to,
+          status: d.status,
+          error: d.error ?? '—',
+          created: kit.formatTime(d.createdAt),
+          sent: d.sentAt === null ? '—' : kit.formatTime(d.sentAt),
+          updated: kit.formatTime(d.updatedAt),
+        })),
+        next: deliveries.nextCursor
+          ? `${pagePath(campaign.id)}?cursor=${encodeURIComponent(deliveries.nextCursor)}`
+          : undefined,
+        keys: keys.map((k: ApiKey) => ({
+          id: k.id,
+          label: k.label,
+          prefix: k.prefix,
+          permissionsText: k.permissions.map((p) => PERMISSION_LABELS[p]).join(', '),
+          createdText: kit.formatTime(k.createdAt),
+          lastUsedText: k.lastUsedAt === null ? 'Never' : kit.formatTime(k.lastUsedAt),
+          revoked: k.revokedAt !== null,
+          stateText: k.revokedAt === null ? 'Active' : `Revoked ${kit.formatTime(k.revokedAt)}`,
+        })),
+      },
+      dialog,
+    );
+  };
+
+  const keyDialog = (session: Session, campaign: Campaign, label: string, open: boolean, error?: string) =>
+    renderPartial('campaignKeyDialog', { csrfToken: session.csrfToken, campaign, label, open, error });
+  const revokeDialog = (session: Session, campaignId: string, apiKey: ApiKey, open: boolean) =>
+    renderPartial('revokeDialog', {
+      csrfToken: session.csrfToken,
+      apiKey,
+      open,
+      base: `${pagePath(campaignId)}/keys`,
+      back: pagePath(campaignId),
+    });
+  const mayCreate = (session: Session) => canManage(session) && session.org.plan === 'paid';
+
+  app.get('/dashboard/campaigns/:campaignId', kit.signedIn, async (request, reply) => {
+    const session = kit.sessionOf(request);
+    const { campaignId } = request.params as { campaignId: string };
+    const query = request.query as Record<string, string | undefined>;
+    let dialog: string | undefined;
+    if (query.create !== undefined && mayCreate(session)) {
+      dialog = keyDialog(session, await getCampaign(db, session.org.id, campaignId), '', true);
+    } else if (query.revoke && canManage(session)) {
+      dialog = revokeDialog(session, campaignId, await findCampaignKey(session.org.id, campaignId, query.revoke), true);
+    }
+    return kit.html(reply, await campaignPage(session, campaignId, query.cursor, dialog));
+  });
+
+  app.post('/dashboard/campaigns/:campaignId/:change', kit.signedIn, async (request, reply) => {
+    const session = kit.sessionOf(request);
+    kit.mustManage(session);
+    const { campaignId, change } = request.params as { campaignId: string; change: string };
+    if (change === 'pause') await pauseCampaign(db, clock, session.org.id, campaignId);
+    else if (change === 'resume') await resumeCampaign(db, ctx.jobs, clock, session.org.id, campaignId);
+    else throw new AppError('NOT_FOUND', 'No such action.');
+    return kit.redirectAfterPost(request, reply, pagePath(campaignId));
+  });
+
+  app.get('/dashboard/campaigns/:campaignId/keys/new', kit.signedIn, async (request, reply) => {
+    const session = kit.sessionOf(request);
+    kit.mustManage(session);
+    const { campaignId } = request.params as { campaignId: string };
+    const campaign = await getCampaign(db, session.org.id, campaignId);
+    if (!kit.isHtmx(request)) return reply.redirect(`${pagePath(campaign.id)}?create=1`, 303);
+    return kit.html(reply, keyDialog(session, campaign, '', false));
+  });
+  app.post('/dashboard/campaigns/:campaignId/keys', kit.signedIn, async (request, reply) => {
+    const session = kit.sessionOf(request);
+    kit.mustManage(session);
+    const { campaignId } = request.params as { campaignId: string };
+    const campaign = await getCampaign(db, session.org.id, campaignId);
+    const label = kit.field(request.body, 'label');
+    const htmx = kit.isHtmx(request);
+    let created: { apiKey: ApiKey; key: string };
+    try {
+      created = await createKey(db, clock, ctx.region.region, {
+        orgId: session.org.id,
+        label,
+        scope: 'campaign',
+        campaignId: campaign.id,
+        permissions: ['campaigns'],
+        actor: session.user.email,
+      });
+    } catch (err) {
+      if (!isAppError(err) || err.code !== 'INVALID_BODY') throw err;
+      const message = err.message.charAt(0).toUpperCase() + err.message.slice(1);
+      const dialog = keyDialog(session, campaign, label, !htmx, `${message}.`);
+      // htmx swaps only successful answers by default, so the dialog with its explanation is a 200 there.
+      return htmx
+        ? kit.html(reply, dialog)
+        : kit.html(reply, await campaignPage(session, campaign.id, undefined, dialog), 400);
+    }
+    const dialog = renderPartial('createdDialog', { ...created, open: !htmx, back: pagePath(campaign.id) });
+    return htmx
+      ? kit.html(reply, dialog)
+      : kit.html(reply, await campaignPage(session, campaign.id, undefined, dialog));
+  });
+  app.get('/dashboard/campaigns/:campaignId/keys/:keyId/revoke', kit.signedIn, async (request, reply) => {
+    const session = kit.sessionOf(request);
+    kit.mustManage(session);
+    const { campaignId, keyId } = request.params as { campaignId: string; keyId: string };
+    const apiKey = await findCampaignKey(session.org.id, campaignId, keyId);
+    if (!kit.isHtmx(request)) {
+      return reply.redirect(`${pagePath(campaignId)}?revoke=${encodeURIComponent(keyId)}`, 303);
+    }
+    return kit.html(reply, revokeDialog(session, campaignId, apiKey, false));
+  });
+  app.post('/dashboard/campaigns/:campaignId/keys/:keyId/revoke', kit.signedIn, async (request, reply) => {
+    const session = kit.sessionOf(request);
+    kit.mustManage(session);
+    const { campaignId, keyId } = request.params as { campaignId: string; keyId: string };
+    const apiKey = await findCampaignKey(session.org.id, campaignId, keyId);
+    await revokeKey(db, clock, session.org.id, apiKey.id, session.user.email);
+    return kit.redirectAfterPost(request, reply, pagePath(campaignId));
+  });
+
+  app.get('/dashboard/end-users', kit.signedIn, async (request, reply) => {
+    const session = kit.sessionOf(request);
+    const query = request.query as Record<string, string | undefined>;
+    const q = (query.q ?? '').trim().slice(0, 200);
+    let page: Awaited<ReturnType<typeof listEndUsers>> = { data: [], nextCursor: null };
+    let error: string | undefined;
+    try {
+      page = await listEndUsers(db, session.org.id, {
+        limit: 50,
+        ...(q ? { q } : {}),
+        ...(query.cursor ? { cursor: query.cursor } : {}),
+      });
+    } catch (err) {
+      if (!isAppError(err) || err.code !== 'INVALID_BODY') throw err;
+      error = err.message.replace(/^Invalid query parameter: /, '');
+    }
+    const next = page.nextCursor
+      ? `/dashboard/end-users?${new URLSearchParams({ ...(q ? { q } : {}), cursor: page.nextCursor }).toString()}`
+      : undefined;
+    return kit.html(
+      reply,
+      renderPage(
+        'endUsers',
+        {
+          title: 'End users',
+          session,
+          section: 'end-users',
+          org: session.org,
+          q,
+          error,
+          next,
+          rows: page.data.map((u) => ({
+            id: u._id,
+            name: u.name ?? '—',
+            email: u.email ?? '—',
+            phone: u.phone ?? '—',
+            tags: u.tags.length > 0 ? u.tags.join(', ') : '—',
+            origin: u.origin,
+            created: kit.formatTime(u.createdAt),
+            lastSeen: u.lastSeenAt === null ? 'Never' : kit.formatTime(u.lastSeenAt),
+          })),
+        },
+        undefined,
+      ),
+      error ? 400 : 200,
+    );
+  });
+}

@@ -1,0 +1,105 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+/**
+ * Everything the pages load, served by Parley itself (no CDN; works offline): htmx and Pico.css
+ * from their npm packages, and the dashboard's own few rules and behaviours below.
+ */
+const DASHBOARD_CSS = `
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+.error { color: #b3261e; font-weight: 600; }
+form.inline { margin: 0; }
+form.inline button { margin: 0; padding: 0.3rem 0.8rem; width: auto; }
+.who { font-size: 0.9rem; }
+nav[aria-label="Breadcrumb"] ul li:not(:last-child)::after { content: " ›"; padding-left: 0.3rem; }
+dialog footer { display: flex; gap: 1rem; justify-content: flex-end; }
+/* Agent only for an agent key; End-users only for an organization key (works without JavaScript). */
+form.create-key:has(#key-scope option[value="organization"]:checked) .agent-field { display: none; }
+form.create-key:has(#key-scope option[value="agent"]:checked) .endusers-field { display: none; }
+details.close-confirm[open] summary { display: none; }
+`;
+
+/** Dialogs: modal with keyboard focus kept inside; Escape on the new-key dialog asks first; Copy. */
+const DASHBOARD_JS = `
+(function () {
+  function openDialogs(root) {
+    root.querySelectorAll('dialog[data-modal]').forEach(function (d) {
+      if (d.open) d.close();
+      if (!d.isConnected) return;
+      d.showModal();
+      var focus = d.querySelector('[autofocus]') || d.querySelector('input:not([type=hidden]), select, button, a[href]');
+      if (focus) focus.focus();
+      d.addEventListener('cancel', function (event) {
+        if (d.hasAttribute('data-confirm-close')) {
+          event.preventDefault();
+          var confirm = d.querySelector('details.close-confirm');
+          if (confirm) { confirm.open = true; var yes = confirm.querySelector('a'); if (yes) yes.focus(); }
+        }
+      });
+      d.addEventListener('close', function () { if (!d.hasAttribute('data-confirm-close')) d.remove(); });
+    });
+  }
+  document.addEventListener('click', function (event) {
+    var target = event.target instanceof Element ? event.target : null;
+    if (!target) return;
+    var close = target.closest('[data-close]');
+    if (close) {
+      var dialog = close.closest('dialog');
+      if (dialog) { event.preventDefault(); dialog.close(); }
+      return;
+    }
+    var copy = target.closest('[data-copy]');
+    if (copy) {
+      var input = document.querySelector(copy.getAttribute('data-copy'));
+      var note = copy.parentElement && copy.parentElement.querySelector('.copied');
+      if (!input) return;
+      input.select();
+      var done = function () { if (note) note.textContent = 'Copied.'; };
+      if (navigator.clipboard) navigator.clipboard.writeText(input.value).then(done, function () { document.execCommand('copy'); done(); });
+      else { document.execCommand('copy'); done(); }
+    }
+  });
+  document.addEventListener('change', function (event) {
+    var scope = event.target;
+    if (!(scope instanceof HTMLSelectElement) || scope.id !== 'key-scope') return;
+    if (scope.value === 'agent') {
+      var endusers = scope.form && scope.form.querySelector('input[value="endusers"]');
+      if (endusers) endusers.checked = false;
+    }
+  });
+  document.addEventListener('DOMContentLoaded', function () { openDialogs(document); });
+  document.addEventListener('htmx:afterSwap', function (event) { openDialogs(event.target); });
+})();
+`;
+
+interface Asset {
+  readonly type: string;
+  body: Buffer | undefined;
+  readonly load: () => Buffer;
+}
+
+const require = createRequire(import.meta.url);
+const fromPackage = (specifier: string) => () => readFileSync(require.resolve(specifier));
+
+const ASSETS: Record<string, Asset> = {
+  'htmx.min.js': {
+    type: 'text/javascript; charset=utf-8',
+    body: undefined,
+    load: fromPackage('htmx.org/dist/htmx.min.js'),
+  },
+  'pico.classless.min.css': {
+    type: 'text/css; charset=utf-8',
+    body: undefined,
+    load: fromPackage('@picocss/pico/css/pico.classless.min.css'),
+  },
+  'dashboard.css': { type: 'text/css; charset=utf-8', body: undefined, load: () => Buffer.from(DASHBOARD_CSS) },
+  'dashboard.js': { type: 'text/javascript; charset=utf-8', body: undefined, load: () => Buffer.from(DASHBOARD_JS) },
+};
+
+/** A static file by name (read once), or undefined. */
+export function staticAsset(name: string): { type: string; body: Buffer } | undefined {
+  const asset = Object.hasOwn(ASSETS, name) ? ASSETS[name] : undefined;
+  if (!asset) return undefined;
+  asset.body ??= asset.load();
+  return { type: asset.type, body: asset.body };
+}
