@@ -1,0 +1,117 @@
+/**
+ * The finishing of /api/openapi.json, in one place: an `operationId` for every operation (so a
+ * generated client has methods named for what they do), the top-level tags, the license, and named
+ * component schemas: every schema a route declares with a `title` (EndUser, ChannelSendRequest,
+ * Conversation...) is moved to `components.schemas` under that title and referenced from where it
+ * was, so a generated client has those types.
+ */
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The license of the API description (the package's own). */
+export const API_LICENSE = { name: 'UNLICENSED (proprietary; see the repository)' };
+
+/** Operation IDs by method and path: stable names a client generator turns into methods. */
+export const OPERATION_IDS: Readonly<Record<string, string>> = {
+  'GET /api/health': 'getHealth',
+  'GET /api/openapi.json': 'getOpenApiDocument',
+  'GET /api/ready': 'getReadiness',
+  'GET /api/endusers': 'listEndUsers',
+  'POST /api/endusers': 'createEndUser',
+  'POST /api/endusers/batch': 'batchCreateEndUsers',
+  'GET /api/endusers/{endUserId}': 'getEndUser',
+  'PATCH /api/endusers/{endUserId}': 'updateEndUser',
+  'DELETE /api/endusers/{endUserId}': 'deleteEndUser',
+  'POST /api/channels/send': 'sendChannelMessage',
+  'GET /api/messages/{messageId}': 'getMessage',
+  'POST /api/triggers/{agentId}/{triggerId}': 'startTrigger',
+  'GET /api/conversations': 'listConversations',
+  'GET /api/conversations/{conversationId}': 'getConversation',
+  'GET /api/conversations/{conversationId}/messages': 'listConversationMessages',
+  'POST /api/conversations/{conversationId}/close': 'closeConversation',
+  'POST /api/campaigns/{campaignId}/webhook': 'postCampaignRecipients',
+  'GET /api/campaigns/{campaignId}': 'getCampaign',
+  'GET /api/campaigns/{campaignId}/deliveries': 'listCampaignDeliveries',
+  'GET /webhooks/msgapp': 'verifyProviderWebhook',
+  'POST /webhooks/msgapp': 'receiveProviderWebhook',
+  'POST /api/sandbox/inbound': 'simulateInboundMessage',
+};
+
+export const TAGS: readonly { name: string; description: string }[] = [
+  { name: 'public', description: 'Health, readiness and this document: no key needed.' },
+  { name: 'end users', description: 'End-user records of the organization (permission End-users, organization keys).' },
+  { name: 'channels', description: 'Sending messages from an agent’s number, and their delivery statuses.' },
+  { name: 'triggers', description: 'Starting conversations at an agent’s trigger points (permission Triggers).' },
+  { name: 'conversations', description: 'Conversations and their messages (permission Channels or Triggers).' },
+  { name: 'campaigns', description: 'Webhook campaigns, called with the key bound to the campaign.' },
+  { name: 'webhooks', description: 'Where the messaging provider posts its webhooks (signed by the provider).' },
+  { name: 'sandbox', description: 'The built-in provider sandbox: a user writing in.' },
+];
+
+/** `getCampaignDeliveries`-style name for an operation missing from the table (a new route). */
+function derivedOperationId(method: string, path: string): string {
+  const words = path
+    .split('/')
+    .filter((s) => s && s !== 'api')
+    .map((s) =>
+      s.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : '')),
+    );
+  const name = words.map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('');
+  return `${method.toLowerCase()}${name}`;
+}
+
+/** Moves every titled schema under `node` to `components` and leaves a reference in its place. */
+function hoist(node: unknown, components: Json): unknown {
+  if (Array.isArray(node)) return node.map((n) => hoist(n, components));
+  if (!isObject(node)) return node;
+  const out: Json = {};
+  for (const [key, value] of Object.entries(node)) {
+    // `properties` maps names to schemas: a property named "title" is not an annotation.
+    out[key] =
+      key === 'properties' && isObject(value)
+        ? mapValues(value, (v) => hoist(v, components))
+        : hoist(value, components);
+  }
+  const title = out.title;
+  if (
+    typeof title === 'string' &&
+    /^[A-Z][A-Za-z0-9]*$/.test(title) &&
+    ('type' in out || 'anyOf' in out || 'oneOf' in out)
+  ) {
+    components[title] ??= out;
+    return { $ref: `#/components/schemas/${title}` };
+  }
+  return out;
+}
+
+function mapValues(obj: Json, fn: (v: unknown) => unknown): Json {
+  return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, fn(v)]));
+}
+
+/** The document as served: operation IDs, tags, license, named schemas. */
+export function finishDocument(document: Json, license: { name: string; url?: string }): Json {
+  const components = isObject(document.components) ? { ...document.components } : {};
+  const schemas: Json = isObject(components.schemas) ? { ...components.schemas } : {};
+  const paths: Json = {};
+  for (const [path, item] of Object.entries(isObject(document.paths) ? document.paths : {})) {
+    if (!isObject(item)) continue;
+    const methods: Json = {};
+    for (const [method, operation] of Object.entries(item)) {
+      if (!isObject(operation)) {
+        methods[method] = operation;
+        continue;
+      }
+      const id = OPERATION_IDS[`${method.toUpperCase()} ${path}`] ?? derivedOperationId(method, path);
+      methods[method] = { operationId: id, ...(hoist(operation, schemas) as Json) };
+    }
+    paths[path] = methods;
+  }
+  return {
+    ...document,
+    info: { ...(isObject(document.info) ? document.info : {}), license },
+    tags: TAGS,
+    paths,
+    components: { ...components, schemas },
+  };
+}

@@ -1,0 +1,199 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient, ParleyError, verifyEvent, WebhookVerificationError } from '../packages/client/src/index.js';
+import { createCampaign } from '../src/campaigns/campaign.service.js';
+import { createEndpoint } from '../src/events/endpoint.service.js';
+import { randomBase62 } from '../src/shared/ids.js';
+import { DIALECTS } from './helpers/app.js';
+import { makeKey, makeTrigger } from './helpers/factories.js';
+import {
+  createMessagingApp,
+  type MessagingTestApp,
+  makeSendingTenant,
+  randomPhone,
+  sandboxInbound,
+} from './helpers/messaging.js';
+import { startReceiver } from './helpers/receiver.js';
+import { until } from './helpers/wait.js';
+
+/** A fetch that records what the client sent. */
+function recordingFetch() {
+  const calls: { url: string; method: string; idempotencyKey: string | null }[] = [];
+  const fetchImpl: typeof fetch = async (input, init) => {
+    const headers = new Headers(init?.headers);
+    calls.push({ url: String(input), method: init?.method ?? 'GET', idempotencyKey: headers.get('idempotency-key') });
+    return fetch(input, init);
+  };
+  return { calls, fetchImpl };
+}
+
+describe.each(DIALECTS)('@parley/client against a real server (%s)', (dialect) => {
+  let t: MessagingTestApp;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    t = await createMessagingApp(dialect, {
+      env: { PARLEY_WEBHOOK_ALLOW_PRIVATE: 'true', PARLEY_JOB_POLL_MS: '20' },
+    });
+  });
+  afterAll(async () => {
+    await t.close();
+    await receiver.close();
+  });
+
+  it('sends, starts a trigger, reads messages and conversations, typed end to end', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    await makeTrigger(t.ctx, tenant.org.id, tenant.agent.id, 'hello');
+    const client = createClient({ baseUrl: t.url, apiKey: tenant.agentKey.key });
+    const to = randomPhone();
+    const started = await client.triggers.start(tenant.agent.id, 'hello', { to, context: { source: 'client' } });
+    expect(started).toMatchObject({ success: true, created: true, conversationId: expect.stringMatching(/^cnv_/) });
+    const conversation = await client.conversations.get(started.conversationId);
+    expect(conversation).toMatchObject({ id: started.conversationId, context: { source: 'client' }, status: 'open' });
+
+    expect((await sandboxInbound(t, tenant.agentKey.auth, to, 'hi')).statusCode).toBe(200);
+    const sent = await client.channels.send({
+      channel: 'msgapp',
+      to,
+      type: 'message',
+      message: { text: 'Hello back' },
+    });
+    expect(sent).toMatchObject({ success: true, conversationId: started.conversationId });
+    const message = await client.messages.get(sent.messageId);
+    expect(message).toMatchObject({ messageId: sent.messageId, type: 'message', to });
+    const thread = await client.conversations.messages(started.conversationId);
+    expect(thread.data.map((m) => m.direction)).toEqual(['outbound', 'inbound', 'outbound']);
+    const listed = [];
+    for await (const c of client.conversations.iterate({ status: 'open', limit: 1 })) listed.push(c.id);
+    expect(listed).toContain(started.conversationId);
+    const closed = await client.conversations.close(started.conversationId);
+    expect(closed.status).toBe('closed');
+  });
+
+  it('end users: create, get, update, batch, iterate every page, delete; errors carry status, code and request ID', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    const client = createClient({ baseUrl: t.url, apiKey: tenant.orgKey.key });
+    const tag = `t${randomBase62(6).toLowerCase()}`;
+    const made = await client.endUsers.create({ origin: 'manual', name: 'Ada', tags: [tag] });
+    expect(made).toMatchObject({ _id: expect.stringMatching(/^eu_/), name: 'Ada', tags: [tag] });
+    expect((await client.endUsers.get(made._id)).name).toBe('Ada');
+    expect((await client.endUsers.update(made._id, { name: 'Ada L.' })).name).toBe('Ada L.');
+    const batch = await client.endUsers.batch({
+      origin: 'imported',
+      endUsers: Array.from({ length: 4 }, (_, i) => ({ name: `B${i}`, tags: [tag] })),
+    });
+    expect(batch).toMatchObject({ created: 4, failed: 0 });
+    const seen: string[] = [];
+    for await (const u of client.endUsers.iterate({ tag, limit: 2 })) seen.push(u._id);
+    expect(seen).toHaveLength(5);
+    expect(new Set(seen).size).toBe(5);
+    await client.endUsers.delete(made._id);
+    const missing = await client.endUsers.get(made._id).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(ParleyError);
+    expect(missing).toMatchObject({ status: 404, code: 'NOT_FOUND', requestId: expect.any(String) });
+    // Channel routes have no code: the sentence is the message.
+    const refused = await client.channels
+      .send({ channel: 'sms', to: randomPhone(), type: 'message', message: { text: 'x' }, convId: tenant.agent.id })
+      .catch((e: unknown) => e);
+    expect(refused).toMatchObject({ status: 400, code: undefined, message: expect.stringMatching(/channel/) });
+  });
+
+  it('campaigns: posts recipients with the campaign key and reads the campaign back', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    const campaign = await createCampaign(t.ctx.db, t.ctx.clock, {
+      orgId: tenant.org.id,
+      name: 'Client test',
+      agentId: tenant.agent.id,
+      template: 'hello_world',
+      language: 'en_US',
+    });
+    const key = await makeKey(t.ctx, tenant.org.id, { scope: 'campaign', campaignId: campaign.id });
+    const client = createClient({ baseUrl: t.url, apiKey: key.key });
+    const accepted = await client.campaigns.webhook(campaign.id, {
+      recipients: [{ to: randomPhone() }, { to: 'nope' }],
+    });
+    expect(accepted).toMatchObject({ success: true, accepted: 1, rejected: 1 });
+    const got = await client.campaigns.get(campaign.id);
+    expect(got).toMatchObject({ id: campaign.id });
+    await until(async () => (await client.campaigns.deliveries(campaign.id)).data.length === 1, 'the delivery');
+  });
+
+  it('verifyEvent checks a real event signature and refuses a forged body', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    await makeTrigger(t.ctx, tenant.org.id, tenant.agent.id, 'hello');
+    const where = `/client-${randomBase62(8)}`;
+    const endpoint = await createEndpoint(t.ctx.db, t.ctx.clock, {
+      orgId: tenant.org.id,
+      url: `${receiver.url}${where}`,
+      agentId: tenant.agent.id,
+    });
+    const client = createClient({ baseUrl: t.url, apiKey: tenant.agentKey.key });
+    const started = await client.triggers.start(tenant.agent.id, 'hello', { to: randomPhone() });
+    await until(() => receiver.received.some((r) => r.path === where), 'the event');
+    const got = receiver.received.find((r) => r.path === where);
+    const headers = got?.headers ?? {};
+    const event = await verifyEvent(got?.body ?? '', headers as Record<string, string>, endpoint.secret);
+    expect(event).toMatchObject({ type: 'conversation.started', data: { conversationId: started.conversationId } });
+    await expect(
+      verifyEvent(`${got?.body} `, headers as Record<string, string>, endpoint.secret),
+    ).rejects.toBeInstanceOf(WebhookVerificationError);
+    await expect(
+      verifyEvent(
+        got?.body ?? '',
+        headers as Record<string, string>,
+        endpoint.secret,
+        new Date(Date.now() + 3_600_000),
+      ),
+    ).rejects.toThrow(/too far/);
+  });
+});
+
+describe.each(DIALECTS)(
+  '@parley/client: a 429 is waited out and retried with the same Idempotency-Key (%s)',
+  (dialect) => {
+    it('retries after Retry-After (capped by maxDelayMs), once per logical call; off when asked', async () => {
+      // One send per key per 2-second window: the client's capped wait (2.5 s) outlasts it.
+      const t = await createMessagingApp(dialect, { env: { PARLEY_SEND_RATE_LIMIT: '1' }, rateLimitWindowSeconds: 2 });
+      try {
+        const tenant = await makeSendingTenant(t.ctx);
+        const { calls, fetchImpl } = recordingFetch();
+        const client = createClient({
+          baseUrl: t.url,
+          apiKey: tenant.agentKey.key,
+          fetch: fetchImpl,
+          retry: { maxDelayMs: 2500 },
+        });
+        const send = () =>
+          client.channels.send({
+            channel: 'msgapp',
+            to: randomPhone(),
+            type: 'template',
+            template: { name: 'hello_world', language: 'en_US' },
+          });
+        await send();
+        const second = await send();
+        expect(second.success).toBe(true);
+        const sends = calls.filter((c) => c.url.endsWith('/api/channels/send'));
+        expect(sends.length).toBeGreaterThanOrEqual(3);
+        const retried = sends.slice(1);
+        expect(new Set(retried.map((c) => c.idempotencyKey)).size).toBe(1);
+        expect(retried[0]?.idempotencyKey).not.toBe(sends[0]?.idempotencyKey);
+
+        const noRetry = createClient({ baseUrl: t.url, apiKey: tenant.agentKey.key, retry: { retries: 0 } });
+        const refused = await noRetry.channels
+          .send({
+            channel: 'msgapp',
+            to: randomPhone(),
+            type: 'template',
+            template: { name: 'hello_world', language: 'en_US' },
+          })
+          .catch((e: unknown) => e);
+        expect(refused).toBeInstanceOf(ParleyError);
+        // The test's window is 2 seconds, so the API asks for at most that (60 in production).
+        expect(refused).toMatchObject({ status: 429, retryAfter: expect.any(Number) });
+        expect((refused as ParleyError).retryAfter).toBeGreaterThan(0);
+      } finally {
+        await t.close();
+      }
+    });
+  },
+);
