@@ -12,7 +12,10 @@
  *
  * Options: --n rows to seed (1,000,000), --duration seconds per load run (10), --connections (50),
  * --batch-runs (15), --page target list page (5,000), --list-rounds alternating runs of page 1 and
- * the deep page (3; the median p99 run of each is reported), --dist (serve from dist/, else src/ via tsx).
+ * the deep page (3; the median p99 run of each is reported), --dist (serve from dist/, else src/ via tsx),
+ * --cli another compiled dist/cli/main.js to serve (a build of an earlier commit, to compare),
+ * --get-rounds alternating runs of the bare server and GET by id (1; the median of each reported),
+ * --only-get (skip the list and batch runs), --log-level of the server (warn).
  * Prints a Markdown table on stdout; progress on stderr.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -29,6 +32,8 @@ import {
   entry,
   freePort,
   log,
+  median,
+  NODE_FLAGS,
   PG_BENCH_SECRETS,
   quantile,
   spawnNode,
@@ -47,6 +52,10 @@ const { values: args } = parseArgs({
     page: { type: 'string', default: '5000' },
     'list-rounds': { type: 'string', default: '3' },
     dist: { type: 'boolean', default: false },
+    cli: { type: 'string' },
+    'get-rounds': { type: 'string', default: '1' },
+    'only-get': { type: 'boolean', default: false },
+    'log-level': { type: 'string', default: 'warn' },
   },
 });
 const N = Number(args.n);
@@ -55,6 +64,16 @@ const CONNECTIONS = Number(args.connections);
 const BATCH_RUNS = Number(args['batch-runs']);
 const PAGE_SIZE = 50;
 const LIST_ROUNDS = Math.max(1, Number(args['list-rounds']));
+const GET_ROUNDS = Math.max(1, Number(args['get-rounds']));
+const ONLY_GET = args['only-get'];
+
+/** The run whose request rate is the median of the runs. */
+function medianRate(runs: AutocannonResult[]): AutocannonResult {
+  const sorted = [...runs].sort((a, b) => a.requests.average - b.requests.average);
+  const run = sorted[Math.floor((sorted.length - 1) / 2)];
+  if (!run) throw new Error('no run');
+  return run;
+}
 
 /** The run whose p99 is the median of the runs. */
 function medianRun(runs: AutocannonResult[]): AutocannonResult {
@@ -67,7 +86,8 @@ const TARGET_PAGE = Math.max(2, Math.min(Number(args.page), Math.floor(N / PAGE_
 
 async function startParley(env: Record<string, string>): Promise<{ child: ChildProcess; base: string }> {
   const port = await freePort();
-  const child = spawnNode([...entry(args.dist), 'serve', '--port', String(port)], env);
+  const argv = args.cli ? [...NODE_FLAGS, args.cli] : entry(args.dist);
+  const child = spawnNode([...argv, 'serve', '--port', String(port)], { LOG_LEVEL: args['log-level'], ...env });
   const base = `http://127.0.0.1:${port}`;
   await waitUp(`${base}/api/health`, child);
   return { child, base };
@@ -100,10 +120,37 @@ async function load(url: string, options: Partial<AutocannonOptions> = {}): Prom
   return r;
 }
 
+/** CPU time (user + system) a process has used, in ms (Linux /proc; clock ticks of 10 ms). */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * A load run and the server's CPU time per request it answered, in µs: unlike requests per second,
+ * this hardly moves when other work shares the machine's cores.
+ */
+async function loadWithCpu(
+  pid: number | undefined,
+  url: string,
+  options: Partial<AutocannonOptions> = {},
+): Promise<AutocannonResult & { cpuUs: number }> {
+  const before = cpuMs(pid);
+  const r = await load(url, options);
+  return { ...r, cpuUs: ((cpuMs(pid) - before) * 1000) / Math.max(1, r.requests.total) };
+}
+
 interface Figures {
   seedMs: number;
   baseline: AutocannonResult;
   getById: AutocannonResult;
+  /** Median CPU µs per request: the bare server, GET by id. */
+  baselineCpuUs: number;
+  getCpuUs: number;
   page1: AutocannonResult;
   pageN: AutocannonResult;
   walkMs: number;
@@ -123,7 +170,13 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
   const children: ChildProcess[] = [];
   try {
     log(`${dialect}: seeding ${N} end users`);
-    const seed = await seedEndUsers(env, N);
+    if (args.cli) {
+      // Another build's migrations (an earlier commit has fewer): it migrates, the seed does not.
+      const migrate = spawnNode([...NODE_FLAGS, args.cli, 'migrate'], env);
+      const code = await new Promise<number | null>((resolve) => migrate.on('exit', resolve));
+      if (code !== 0) throw new Error(`${args.cli} migrate failed`);
+    }
+    const seed = await seedEndUsers(env, N, !args.cli);
     log(`${dialect}: seeded in ${seed.ms} ms`);
     const headers = { authorization: `Bearer ${seed.key}` };
 
@@ -152,11 +205,28 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       { setupRequest: (req: AutocannonRequest) => ({ ...req, path: `${prefix}${ids[next++ % ids.length]}` }) },
     ];
 
-    log(`${dialect}: baseline`);
-    const baselineResult = await load(`${baseline.url}/`);
-    log(`${dialect}: GET /api/endusers/<id>`);
+    // The bare server and GET by id alternate, GET_ROUNDS times each; the median rate of each stands.
+    const baselines: (AutocannonResult & { cpuUs: number })[] = [];
+    const gets: (AutocannonResult & { cpuUs: number })[] = [];
     const measured = await peakRss(parley.child.pid, async () => {
-      const getById = await load(`${parley.base}/api/endusers/x`, { headers, requests: rotate('/api/endusers/') });
+      for (let round = 1; round <= GET_ROUNDS; round++) {
+        log(`${dialect}: baseline (round ${round})`);
+        baselines.push(await loadWithCpu(baseline.child.pid, `${baseline.url}/`));
+        log(`${dialect}: GET /api/endusers/<id> (round ${round})`);
+        gets.push(
+          await loadWithCpu(parley.child.pid, `${parley.base}/api/endusers/x`, {
+            headers,
+            requests: rotate('/api/endusers/'),
+          }),
+        );
+        const [b, g] = [baselines.at(-1), gets.at(-1)];
+        log(
+          `${dialect}:   bare ${Math.round(b?.requests.average ?? 0)} req/s (${Math.round(b?.cpuUs ?? 0)} µs CPU each), ` +
+            `GET by id ${Math.round(g?.requests.average ?? 0)} req/s (${Math.round(g?.cpuUs ?? 0)} µs CPU each), p99 ${g?.latency.p99} ms`,
+        );
+      }
+      const getById = medianRate(gets);
+      if (ONLY_GET) return { getById, page1: getById, pageN: getById };
       // Page 1 and the deep page alternate, LIST_ROUNDS times each; the run with the median p99
       // of each stands for it, so a slow moment of the machine does not land on one side only.
       const firsts: AutocannonResult[] = [];
@@ -170,9 +240,10 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       return { getById, page1: medianRun(firsts), pageN: medianRun(deeps) };
     });
 
-    log(`${dialect}: ${BATCH_RUNS} batches of 1,000`);
+    const baselineResult = medianRate(baselines);
     const times: number[] = [];
-    for (let run = 0; run < BATCH_RUNS; run++) {
+    if (!ONLY_GET) log(`${dialect}: ${BATCH_RUNS} batches of 1,000`);
+    for (let run = 0; run < (ONLY_GET ? 0 : BATCH_RUNS); run++) {
       const endUsers = Array.from({ length: 1000 }, (_, i) => ({
         name: `Batch ${run} ${i}`,
         email: `batch.${run}.${i}.${Date.now()}@bench.example.com`,
@@ -194,6 +265,8 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
     return {
       seedMs: seed.ms,
       baseline: baselineResult,
+      baselineCpuUs: median(baselines.map((r) => r.cpuUs)),
+      getCpuUs: median(gets.map((r) => r.cpuUs)),
       ...measured.result,
       walkMs,
       batchMedian: quantile(times, 0.5),
@@ -221,6 +294,8 @@ const rows: [string, (f: Figures) => string][] = [
   ['GET /api/endusers/<id>: req/s', (f) => f0(f.getById.requests.average)],
   ['GET by id: share of bare req/s', (f) => `${f0((100 * f.getById.requests.average) / f.baseline.requests.average)}%`],
   ['GET by id: p50 / p99 ms', (f) => `${f.getById.latency.p50} / ${f.getById.latency.p99}`],
+  ['GET by id: server CPU µs per request (bare / Parley)', (f) => `${f0(f.baselineCpuUs)} / ${f0(f.getCpuUs)}`],
+  ['GET by id: CPU share (bare µs / Parley µs)', (f) => `${f0((100 * f.baselineCpuUs) / f.getCpuUs)}%`],
   ['list page 1: req/s', (f) => f0(f.page1.requests.average)],
   ['list page 1: p50 / p99 ms', (f) => `${f.page1.latency.p50} / ${f.page1.latency.p99}`],
   [`list page ${f0(TARGET_PAGE)}: req/s`, (f) => f0(f.pageN.requests.average)],
@@ -237,13 +312,15 @@ const rows: [string, (f: Figures) => string][] = [
     },
   ],
 ];
+// With --only-get, the list and batch rows measured nothing.
+const shown = ONLY_GET ? rows.filter(([label]) => /^(seed|bare|GET|server peak)/.test(label)) : rows;
 const header = ['metric', ...dialects.map((d) => (d === 'sqlite' ? 'SQLite' : 'PostgreSQL'))];
 const lines = [
-  `End users: ${f0(N)} seeded, ${CONNECTIONS} connections, ${DURATION} s a run, server from ${args.dist ? 'dist/' : 'src/ (tsx)'}`,
+  `End users: ${f0(N)} seeded, ${CONNECTIONS} connections, ${DURATION} s a run, server from ${args.cli ?? (args.dist ? 'dist/' : 'src/ (tsx)')}, LOG_LEVEL=${args['log-level']}, median of ${GET_ROUNDS} alternating rounds`,
   '',
   `| ${header.join(' | ')} |`,
   `| ${header.map(() => '-').join(' | ')} |`,
-  ...rows.map(
+  ...shown.map(
     ([label, get]) =>
       `| ${label} | ${dialects
         .map((d) => {

@@ -12,9 +12,6 @@
  * /webhooks/msgapp`; Parley stores each as a job, applies it (message, window, end user,
  * conversation) and raises `message.received`, which it delivers, signed, to an endpoint bound to
  * the agent: a node:http receiver in this process that notes when each event arrives.
- *
- * Not runnable yet: `message.received` is raised once conversations are built; until then it
- * waits for events that never come. Kept so the figures can be taken as soon as they are.
  */
 import type { ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';

@@ -47,13 +47,18 @@ function record(i: number, orgId: string, start: number) {
   };
 }
 
-export async function seedEndUsers(env: Record<string, string | undefined>, n: number): Promise<SeedResult> {
+export async function seedEndUsers(
+  env: Record<string, string | undefined>,
+  n: number,
+  /** false when the server about to be measured has migrated the database itself (another build). */
+  migrate = true,
+): Promise<SeedResult> {
   const config = loadConfig({}, env);
   const region = config.regions[0];
   if (!region) throw new Error('no region');
   const database = await openDatabase(region.database, { poolSize: 2 });
   try {
-    await migrateToLatest(database.db);
+    if (migrate) await migrateToLatest(database.db);
     const org = await createOrganization(database.db, systemClock, {
       name: 'Bench',
       plan: 'paid',

@@ -9,8 +9,9 @@
  * Every process is separate, as in production: Parley (`parley serve`), the sandbox standing in
  * for the provider (`parley sandbox`, answering at once) and the baseline. Sends are templates, so
  * the 24-hour window does not matter, and the rate limits are raised out of the way. The sandbox's
- * status webhooks go to Parley (three per send, as the provider would) unless `--no-statuses`; the
- * sandbox measured directly is a second process whose webhooks go to the baseline.
+ * status webhooks go to Parley (three per send, as the provider would) unless `--no-statuses`
+ * (then no sandbox sends any: PARLEY_SANDBOX_STATUSES=false); the sandbox measured directly is a
+ * second process whose webhooks go to the baseline.
  * "Added by Parley" is Parley's latency minus the sandbox's, measured one request at a time.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -89,14 +90,20 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
     const baseline = await startBaseline();
     children.push(baseline.child);
     const baselineUrl = baseline.url;
-    const webhookUrl = args['no-statuses'] ? `${baselineUrl}/` : `http://127.0.0.1:${parleyPort}/webhooks/msgapp`;
-    const sandbox = spawnNode([...ENTRY, 'sandbox', '--port', String(sandboxPort), '--webhook-url', webhookUrl], env);
+    // --no-statuses: the sandboxes send no status webhooks at all (PARLEY_SANDBOX_STATUSES=false),
+    // so neither Parley nor the machine's two cores spend anything on them.
+    const noStatuses: Record<string, string> = args['no-statuses'] ? { PARLEY_SANDBOX_STATUSES: 'false' } : {};
+    const webhookUrl = `http://127.0.0.1:${parleyPort}/webhooks/msgapp`;
+    const sandbox = spawnNode([...ENTRY, 'sandbox', '--port', String(sandboxPort), '--webhook-url', webhookUrl], {
+      ...env,
+      ...noStatuses,
+    });
     children.push(sandbox);
     // A second sandbox for the direct measurement, so its status webhooks do not load Parley.
-    const direct = spawnNode(
-      [...ENTRY, 'sandbox', '--port', String(directPort), '--webhook-url', `${baselineUrl}/`],
-      env,
-    );
+    const direct = spawnNode([...ENTRY, 'sandbox', '--port', String(directPort), '--webhook-url', `${baselineUrl}/`], {
+      ...env,
+      ...noStatuses,
+    });
     children.push(direct);
     const parley = spawnNode([...ENTRY, 'serve', '--port', String(parleyPort)], env);
     children.push(parley);

@@ -51,6 +51,7 @@ export interface Config {
   /** First segment of every Redis key (`<prefix>:<region>:rl:...`), so deployments can share a Redis. */
   readonly redisPrefix: string;
   readonly sendRateLimit: { readonly perKey: number; readonly perOrg: number };
+  readonly campaigns: CampaignsConfig;
   /** Flush interval of the buffered "last used" times of keys. */
   readonly lastUsedFlushMs: number;
   /** The job runner: lease of a claimed job (renewed while it runs), and the idle poll interval. */
@@ -60,6 +61,17 @@ export interface Config {
   /** Which proxies' `X-Forwarded-For` to believe (Fastify's `trustProxy`): false, true, hops, or addresses. */
   readonly trustProxy: TrustProxy;
   readonly messaging: MessagingConfig;
+  readonly dashboard: DashboardConfig;
+}
+
+/** The web dashboard at /dashboard. */
+export interface DashboardConfig {
+  /** A session unused this long ends (PARLEY_DASHBOARD_SESSION_IDLE_MINUTES, default 60). */
+  readonly sessionIdleMs: number;
+  /** Failed sign-ins per email address, and per client address, within 15 minutes before refusing. */
+  readonly signInLimit: { readonly perEmail: number; readonly perAddress: number; readonly windowMs: number };
+  /** Billing page the Upgrade button opens; unset: an owner switches to the paid plan after confirming. */
+  readonly upgradeUrl: string | undefined;
 }
 
 export type TrustProxy = boolean | number | readonly string[];
@@ -85,6 +97,10 @@ export interface MessagingConfig {
   readonly sandboxTemplates: readonly SandboxTemplate[];
   /** Pause of the sandbox between a send and each of its status webhooks. */
   readonly sandboxStatusDelayMs: number;
+  /** Sends per second per number the sandbox accepts before answering 130429; unset: no limit. */
+  readonly sandboxMps: number | undefined;
+  /** Whether the sandbox sends status webhooks after each send (off for send benchmarks). */
+  readonly sandboxStatuses: boolean;
 }
 
 export interface HttpLimits {
@@ -110,6 +126,46 @@ function parseHttpLimits(env: Env): HttpLimits {
     // Longer than the idle timeout of common load balancers (60 s), so they close first.
     keepAliveTimeoutMs: parsePositiveInt('PARLEY_KEEP_ALIVE_TIMEOUT_MS', env.PARLEY_KEEP_ALIVE_TIMEOUT_MS, 72_000),
     maxConnections: parsePositiveInt('PARLEY_MAX_CONNECTIONS', env.PARLEY_MAX_CONNECTIONS, 10_000),
+  });
+}
+
+/** Webhook campaigns: their endpoint's limits and the pacing of their deliveries. */
+export interface CampaignsConfig {
+  /** Requests per 60 s to the campaign endpoints, per key and per organization. */
+  readonly rateLimit: { readonly perKey: number; readonly perOrg: number };
+  /** Campaign messages per second per sending number (the provider's default is 80). */
+  readonly numberMps: number;
+  /** A delivery whose send outcome stays unknown this long is marked failed. */
+  readonly unconfirmedMs: number;
+  /** Waits before sending again after the provider could not be reached (nothing went out). */
+  readonly retryDelaysMs: readonly number[];
+  /** Throughput (130429) or pair-rate (131056) refusals of one delivery before it is failed. */
+  readonly throttleRetries: number;
+}
+
+function parseDelays(name: string, raw: string | undefined, fallback: readonly number[]): readonly number[] {
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const parts = raw.split(',').map((p) => p.trim());
+  if (parts.some((p) => !/^\d{1,9}$/.test(p))) {
+    throw new ConfigError(`${name} must be a comma-separated list of milliseconds, got "${raw}"`);
+  }
+  return Object.freeze(parts.map(Number));
+}
+
+function parseCampaignsConfig(env: Env): CampaignsConfig {
+  return Object.freeze({
+    rateLimit: Object.freeze({
+      perKey: parsePositiveInt('PARLEY_CAMPAIGN_RATE_LIMIT', env.PARLEY_CAMPAIGN_RATE_LIMIT, 120),
+      perOrg: parsePositiveInt('PARLEY_CAMPAIGN_RATE_LIMIT_ORG', env.PARLEY_CAMPAIGN_RATE_LIMIT_ORG, 600),
+    }),
+    numberMps: parsePositiveInt('PARLEY_NUMBER_MPS', env.PARLEY_NUMBER_MPS, 80),
+    unconfirmedMs: parsePositiveInt('PARLEY_CAMPAIGN_UNCONFIRMED_MS', env.PARLEY_CAMPAIGN_UNCONFIRMED_MS, 3_600_000),
+    retryDelaysMs: parseDelays(
+      'PARLEY_CAMPAIGN_RETRY_DELAYS_MS',
+      env.PARLEY_CAMPAIGN_RETRY_DELAYS_MS,
+      [5_000, 30_000, 120_000, 600_000],
+    ),
+    throttleRetries: parsePositiveInt('PARLEY_CAMPAIGN_THROTTLE_RETRIES', env.PARLEY_CAMPAIGN_THROTTLE_RETRIES, 10),
   });
 }
 
@@ -244,6 +300,13 @@ function validUrl(name: string, value: string): string {
   }
 }
 
+/** An http(s) address a page may link to. */
+function webUrl(name: string, value: string): string {
+  const url = validUrl(name, value);
+  if (!/^https?:\/\//i.test(url)) throw new ConfigError(`${name} must be an http:// or https:// URL, got "${value}"`);
+  return url;
+}
+
 /** The base address of a region with none configured: where it listens. */
 export function defaultBaseUrl(host: string, port: number): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
@@ -325,6 +388,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
       perKey: parsePositiveInt('PARLEY_SEND_RATE_LIMIT', env.PARLEY_SEND_RATE_LIMIT, 600),
       perOrg: parsePositiveInt('PARLEY_SEND_RATE_LIMIT_ORG', env.PARLEY_SEND_RATE_LIMIT_ORG, 3000),
     }),
+    campaigns: parseCampaignsConfig(env),
     lastUsedFlushMs: parsePositiveInt('PARLEY_LAST_USED_FLUSH_MS', env.PARLEY_LAST_USED_FLUSH_MS, 10_000),
     events: parseEventsConfig(env),
     conversations: Object.freeze({
@@ -336,6 +400,17 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
       pollMs: parseAtLeast('PARLEY_JOB_POLL_MS', env.PARLEY_JOB_POLL_MS, 500, 10),
     }),
     trustProxy: parseTrustProxy(env.PARLEY_TRUST_PROXY),
+    dashboard: Object.freeze({
+      sessionIdleMs:
+        parsePositiveInt('PARLEY_DASHBOARD_SESSION_IDLE_MINUTES', env.PARLEY_DASHBOARD_SESSION_IDLE_MINUTES, 60) *
+        60_000,
+      signInLimit: Object.freeze({
+        perEmail: parsePositiveInt('PARLEY_SIGNIN_LIMIT_EMAIL', env.PARLEY_SIGNIN_LIMIT_EMAIL, 5),
+        perAddress: parsePositiveInt('PARLEY_SIGNIN_LIMIT_ADDRESS', env.PARLEY_SIGNIN_LIMIT_ADDRESS, 20),
+        windowMs: 15 * 60_000,
+      }),
+      upgradeUrl: env.PARLEY_UPGRADE_URL ? webUrl('PARLEY_UPGRADE_URL', env.PARLEY_UPGRADE_URL) : undefined,
+    }),
     messaging: parseMessagingConfig(
       env,
       regions.some((r) => r.database.kind === 'postgres'),
@@ -405,6 +480,10 @@ function parseMessagingConfig(env: Env, onPostgres: boolean): MessagingConfig {
     sandboxTemplates: parseSandboxTemplates(env.PARLEY_SANDBOX_TEMPLATES),
     sandboxStatusDelayMs:
       delay === undefined || delay === '0' ? 0 : parsePositiveInt('PARLEY_SANDBOX_STATUS_DELAY_MS', delay, 0),
+    sandboxMps: env.PARLEY_SANDBOX_MPS ? parsePositiveInt('PARLEY_SANDBOX_MPS', env.PARLEY_SANDBOX_MPS, 1) : undefined,
+    // On unless set to false or 0 (an empty value keeps the default).
+    sandboxStatuses:
+      !env.PARLEY_SANDBOX_STATUSES?.trim() || parseBoolean('PARLEY_SANDBOX_STATUSES', env.PARLEY_SANDBOX_STATUSES),
   });
 }
 

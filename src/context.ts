@@ -1,7 +1,10 @@
 import type { Kysely } from 'kysely';
 import { type Logger, pino } from 'pino';
 import { LastUsedTracker } from './auth/last-used.js';
+import { CampaignDeliverer } from './campaigns/deliver-campaign.task.js';
+import { createNumberPacer } from './campaigns/number-pacer.js';
 import type { Config, RegionConfig } from './config.js';
+import { IdleSweeper } from './conversations/idle-sweep.js';
 import { type Database, migrateToLatest, openDatabase } from './db/database.js';
 import type { DB } from './db/schema.js';
 import { EventDeliverer } from './events/deliver-event.task.js';
@@ -60,12 +63,16 @@ export interface AppContext {
   readonly lastUsed: LastUsedTracker;
   /** Per-key and per-organization limits of the send and trigger endpoints. */
   readonly sendRateLimiter: SendRateLimiter;
+  /** Per-key and per-organization limits of the campaign endpoints (counters of their own). */
+  readonly campaignRateLimiter: SendRateLimiter;
   /** Provider adapter, in-process sandbox (when no provider is configured), webhook processor. */
   readonly messaging: Messaging;
   /** Background work: provider webhooks now, on queues every node of the region shares. */
   readonly jobs: JobRunner;
   /** Prometheus metrics, when enabled (PARLEY_METRICS). */
   readonly metrics: Metrics | undefined;
+  /** Closes conversations idle past PARLEY_CONVERSATION_IDLE_MS. */
+  readonly idleSweeper: IdleSweeper;
   close(): Promise<void>;
 }
 
@@ -100,6 +107,16 @@ export async function createContext(
     ...(options.rateLimitWindowSeconds ? { windowSeconds: options.rateLimitWindowSeconds } : {}),
   });
   await sendRateLimiter.ready();
+  const campaignRateLimiter = await createSendRateLimiter({
+    ...config.campaigns.rateLimit,
+    region: region.region,
+    logger,
+    redisUrl: config.redisUrl,
+    redisPrefix: config.redisPrefix,
+    storeName: 'crl',
+    ...(options.rateLimitWindowSeconds ? { windowSeconds: options.rateLimitWindowSeconds } : {}),
+  });
+  await campaignRateLimiter.ready();
   const clock = options.clock ?? systemClock;
   const metrics = config.metrics.enabled ? new Metrics(region.region) : undefined;
   const jobs = await createJobRunner(config, region.database, database, clock, logger, (queue) =>
@@ -109,9 +126,26 @@ export async function createContext(
   const messaging = await createMessaging(config, region.region, database, clock, logger, jobs, metrics);
   const eventDeliverer = new EventDeliverer({ db: database.db, clock, logger, config: config.events });
   eventDeliverer.define(jobs);
+  const campaignDeliverer = new CampaignDeliverer(
+    config.campaigns,
+    await createNumberPacer({
+      mps: config.campaigns.numberMps,
+      region: region.region,
+      logger,
+      redisUrl: config.redisUrl,
+      redisPrefix: config.redisPrefix,
+    }),
+  );
+  campaignDeliverer.define(jobs);
   // Every queue is defined by now (the features above); the store is prepared, then worked.
   await jobs.init();
   if (options.workJobs !== false) jobs.start();
+  const idleSweeper = new IdleSweeper(
+    { db: database.db, jobs, clock, idleMs: config.conversations.idleMs },
+    config.conversations.sweepMs,
+    logger,
+  );
+  if (options.workJobs !== false) idleSweeper.start();
   const ctx: AppContext = {
     config,
     region,
@@ -121,17 +155,23 @@ export async function createContext(
     logger,
     lastUsed,
     sendRateLimiter,
+    campaignRateLimiter,
     messaging,
     jobs,
     metrics,
+    idleSweeper,
     async close() {
+      await idleSweeper.stop();
       await jobs.stop();
       await eventDeliverer.close();
+      await campaignDeliverer.close();
       await messaging.close();
       await sendRateLimiter.close();
+      await campaignRateLimiter.close();
       await lastUsed.stop();
       await database.close();
     },
   };
+  campaignDeliverer.attach(ctx);
   return ctx;
 }

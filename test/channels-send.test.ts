@@ -54,6 +54,7 @@ describe.each(DIALECTS)('POST /api/channels/send (%s)', (dialect) => {
       messageType: 'template',
       channel: 'msgapp',
       messageId: expect.stringMatching(/^wamid\./),
+      conversationId: expect.stringMatching(/^cnv_/),
     });
     expectMatchesContract(t.app, 'POST', '/api/channels/send', res);
   });
@@ -665,6 +666,7 @@ describe.each(DIALECTS)('POST /api/channels/send against other providers (%s)', 
         messageType: 'template',
         channel: 'msgapp',
         messageId: 'wamid.KEPT1',
+        conversationId: expect.stringMatching(/^cnv_/),
       });
       const row = await t.ctx.db
         .selectFrom('messages')

@@ -35,6 +35,12 @@ interface Fixture {
   ownMessageId: string;
   /** A message of another organization. */
   otherMessageId: string | null;
+  /** The conversation of the own message (another agent's). */
+  ownConversationId: string;
+  /** The conversation of the other organization's message. */
+  otherConversationId: string | null;
+  /** The campaign the campaign key is bound to. */
+  campaignId: string;
 }
 
 /**
@@ -48,7 +54,8 @@ interface RouteCase {
   /** Route path as documented (OpenAPI template). */
   path: string;
   url: (f: Fixture, target: Target, agentId: string) => string;
-  permission: Permission;
+  /** The permission the route needs, or the permissions of which any one will do. */
+  permission: Permission | Permission[];
   family: Family;
   /** How the target agent is given: `convId` in the body, its ID in the path, or not at all. */
   agentTargeted: 'body' | 'path' | 'none';
@@ -60,6 +67,8 @@ interface RouteCase {
   agentOwnedResource?: boolean;
   /** Whether the route accepts only organization keys (End-users). */
   organizationOnly?: boolean;
+  /** Whether the route accepts only the key bound to the campaign of its path (campaign endpoints). */
+  campaignOnly?: boolean;
   /** Probe routes exist in every build. */
   probe?: boolean;
   /** A route of the spec that is not built yet: its cases are skipped until it is. */
@@ -117,6 +126,27 @@ const ROUTES: RouteCase[] = [
   ),
   {
     method: 'POST',
+    path: '/api/campaigns/{campaignId}/webhook',
+    url: (f) => `/api/campaigns/${f.campaignId}/webhook`,
+    permission: 'campaigns',
+    family: 'channel',
+    agentTargeted: 'none',
+    campaignOnly: true,
+    body: () => ({ recipients: [{ to: '+14155550100' }] }),
+  },
+  ...(['/api/campaigns/{campaignId}', '/api/campaigns/{campaignId}/deliveries'] as const).map(
+    (path): RouteCase => ({
+      method: 'GET',
+      path,
+      url: (f) => path.replace('{campaignId}', f.campaignId),
+      permission: 'campaigns',
+      family: 'channel',
+      agentTargeted: 'none',
+      campaignOnly: true,
+    }),
+  ),
+  {
+    method: 'POST',
     path: '/api/channels/send',
     url: () => '/api/channels/send',
     permission: 'channels',
@@ -160,8 +190,42 @@ const ROUTES: RouteCase[] = [
     family: 'channel',
     agentTargeted: 'path',
     body: () => ({}),
-    notBuiltYet: true,
   },
+  {
+    method: 'GET',
+    path: '/api/conversations',
+    url: () => '/api/conversations',
+    permission: ['channels', 'triggers'],
+    family: 'channel',
+    agentTargeted: 'none',
+  },
+  ...(
+    [
+      'GET /api/conversations/{conversationId}',
+      'GET /api/conversations/{conversationId}/messages',
+      'POST /api/conversations/{conversationId}/close',
+    ] as const
+  ).map((route): RouteCase => {
+    const [method, path] = route.split(' ') as [Method, string];
+    return {
+      method,
+      path,
+      url: (f, target) => {
+        const id =
+          target === 'own'
+            ? fakeId('cnv')
+            : target === 'own-record'
+              ? f.ownConversationId
+              : (f.otherConversationId ?? fakeId('cnv'));
+        return path.replace('{conversationId}', id);
+      },
+      permission: ['channels', 'triggers'],
+      family: 'channel',
+      agentTargeted: 'none',
+      resourceInPath: true,
+      agentOwnedResource: true,
+    };
+  }),
   {
     method: 'POST',
     path: PROBE_CODED,
@@ -214,6 +278,9 @@ async function registeredRoutes(): Promise<Set<string>> {
       otherEndUserId: null,
       ownMessageId: fakeId('wamid'),
       otherMessageId: null,
+      ownConversationId: fakeId('cnv'),
+      otherConversationId: null,
+      campaignId: fakeId('cmp'),
     };
     for (const r of ROUTES) {
       if (r.probe) continue;
@@ -336,7 +403,15 @@ describe.each(DIALECTS)('auth matrix (%s)', (dialect) => {
 
     const otherKey = await makeKey(ctx, other.id, { permissions: all });
     otherOrgKey = otherKey.key;
-    fixture = { ownEndUserId: fakeId('eu'), otherEndUserId: null, ownMessageId: fakeId('wamid'), otherMessageId: null };
+    fixture = {
+      ownEndUserId: fakeId('eu'),
+      otherEndUserId: null,
+      ownMessageId: fakeId('wamid'),
+      otherMessageId: null,
+      ownConversationId: fakeId('cnv'),
+      otherConversationId: null,
+      campaignId: campaign.id,
+    };
     if (PRESENT.has('POST /api/endusers')) {
       const mk = async (auth: Record<string, string>) => {
         const res = await t.app.inject({
@@ -369,14 +444,19 @@ describe.each(DIALECTS)('auth matrix (%s)', (dialect) => {
           },
         });
         messageFixtureProblems.push(...(res.statusCode === 200 ? [] : [`send: ${res.statusCode} ${res.body}`]));
-        return res.statusCode === 200 ? String(res.json().messageId) : null;
+        return res.statusCode === 200
+          ? { messageId: String(res.json().messageId), conversationId: String(res.json().conversationId) }
+          : null;
       };
       // Agents of their own, so the other tests' agents keep having no number.
       const messenger = (await makeAgent(ctx, org.id)).id;
       const otherMessenger = (await makeAgent(ctx, other.id)).id;
-      fixture.ownMessageId =
-        (await send(org.id, messenger, `Bearer ${keys['organization:all']?.key}`)) ?? fixture.ownMessageId;
-      fixture.otherMessageId = await send(other.id, otherMessenger, `Bearer ${otherKey.key}`);
+      const own = await send(org.id, messenger, `Bearer ${keys['organization:all']?.key}`);
+      const foreign = await send(other.id, otherMessenger, `Bearer ${otherKey.key}`);
+      fixture.ownMessageId = own?.messageId ?? fixture.ownMessageId;
+      fixture.ownConversationId = own?.conversationId ?? fixture.ownConversationId;
+      fixture.otherMessageId = foreign?.messageId ?? null;
+      fixture.otherConversationId = foreign?.conversationId ?? null;
     }
   });
   afterAll(async () => {
@@ -457,8 +537,11 @@ describe.each(DIALECTS)('auth matrix (%s)', (dialect) => {
       ];
       for (const combo of combos) {
         const [scope, perm] = combo.split(':') as [Scope, string];
-        const holds = perm === 'all' ? scope !== 'agent' || r.permission !== 'endusers' : perm === r.permission;
-        const allowed = holds && !(r.organizationOnly && scope !== 'organization');
+        const needed = typeof r.permission === 'string' ? [r.permission] : r.permission;
+        const holds =
+          perm === 'all' ? scope !== 'agent' || !needed.includes('endusers') : needed.includes(perm as Permission);
+        const allowed =
+          holds && !(r.organizationOnly && scope !== 'organization') && !(r.campaignOnly && scope !== 'campaign');
         it.skipIf(!present)(`${combo} key → ${allowed ? 'allowed' : '403'}`, async () => {
           // Organization keys must name the agent; agent keys default to their own.
           const convId = scope === 'organization' ? ownConvId(r) : undefined;

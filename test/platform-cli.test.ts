@@ -2,7 +2,7 @@
  * The real `parley` command, spawned as a child process on the test's database (SQLite file or
  * PostgreSQL schema), and a real `parley serve` on that same database.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -224,7 +224,7 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
       [['serve', '--data', '/etc/passwd', '--port', '1'], /^parley: data folder "\/etc\/passwd" is not a folder/],
       [['org', 'plan', '--org', org, '--plan', 'gold'], /plan must be one of free, paid/],
       [['org', 'create', '--name', 'X', '--region', 'mars'], /unknown region "mars"/],
-      [['key', 'list'], /required option '--org <id>' not specified/],
+      [['key', 'list'], /required option not specified: --org <id>/],
       [['key', 'frobnicate'], /unknown command|error/i],
     ];
     // A few at a time: each is a Node process, and the machine may have two cores.
@@ -239,6 +239,39 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
       expect(res.stderr).not.toMatch(/\n\s+at /); // no stack trace
     });
   }, 120_000);
+
+  it('--version prints the software version; help marks required options and shows an example', async () => {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    const version = await cli('--version');
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toBe(pkg.version);
+    const help = await cli('trigger', 'create', '--help');
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/--org <id>\s+organization ID \(required\)/);
+    const idLine = help.stdout.split('\n').find((l) => l.includes('--id <slug>')) ?? '';
+    expect(idLine).toContain('trigger ID');
+    expect(idLine).not.toContain('required');
+    expect(help.stdout).toContain('Example:\n  $ npx parley trigger create --org org_...');
+  });
+
+  it('every missing required option is reported at once', async () => {
+    const res = await cli('trigger', 'create', '--org', 'org_x');
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain(
+      'required options not specified: --agent <id>, --name <name>, --template <name>, --language <code>',
+    );
+  });
+
+  it('org list: every organization of the region, as a table and as JSON', async () => {
+    const made = (await cli('org', 'create', '--name', 'Findable', '--plan', 'paid', '--json')).json<{ id: string }>();
+    const list = await cli('org', 'list', '--json');
+    expect(list.code, list.stderr).toBe(0);
+    const orgs = list.json<{ id: string; name: string; plan: string }[]>();
+    expect(orgs).toContainEqual(expect.objectContaining({ id: made.id, name: 'Findable', plan: 'paid' }));
+    const table = await cli('org', 'list');
+    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+PLAN\s+COUNTRY\s+CREATED$/);
+    expect(table.stdout).toContain(made.id);
+  });
 
   it('org create defaults to free and prints a sentence without --json', async () => {
     const res = await cli('org', 'create', '--name', 'Plain');
@@ -401,11 +434,19 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
 
       // `demo --region eu` prints curl lines for the running eu server, which answer 200.
       const demo = await runCli(['demo', '--region', 'eu', '--json'], regionEnv);
-      const shown = demo.json<{ baseUrl: string; keys: { organization: string }; curl: string[]; notes: string[] }>();
+      const shown = demo.json<{
+        baseUrl: string;
+        keys: { organization: string };
+        curl: string[];
+        serverRunning: boolean;
+      }>();
       expect(shown.baseUrl).toBe(`http://127.0.0.1:${first + 1}`);
+      expect(shown.serverRunning).toBe(true);
+      expect(shown).not.toHaveProperty('notes');
       expect(shown.curl[1]).toContain(`http://127.0.0.1:${first + 1}/api/endusers`);
-      expect(shown.notes.join('\n')).toContain(`http://127.0.0.1:${first + 1}/api/channels/send`);
-      expect(`${shown.curl.join('\n')}\n${shown.notes.join('\n')}`).not.toContain('127.0.0.1:3000');
+      expect(shown.curl.join('\n')).toContain(`http://127.0.0.1:${first + 1}/api/channels/send`);
+      expect(shown.curl.join('\n')).toContain(`http://127.0.0.1:${first + 1}/api/triggers/`);
+      expect(shown.curl.join('\n')).not.toContain('127.0.0.1:3000');
       const demoCall = await fetch(`${shown.baseUrl}/api/endusers`, {
         headers: { authorization: `Bearer ${shown.keys.organization}` },
       });
@@ -414,7 +455,14 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
       expect(await server.stop()).toBe(0);
       // Stopped: the address files are gone, so demo falls back to the configured address.
       const after = await runCli(['demo', '--region', 'eu', '--json'], regionEnv);
-      expect(after.json<{ baseUrl: string }>().baseUrl).toBe('http://127.0.0.1:3000');
+      expect(after.json<{ baseUrl: string; serverRunning: boolean }>()).toMatchObject({
+        baseUrl: 'http://127.0.0.1:3000',
+        serverRunning: false,
+      });
+      // In words, for people: no server of the region answers, and how to start one.
+      const words = await runCli(['demo', '--region', 'eu'], regionEnv);
+      expect(words.stdout).toContain('No Parley server of region eu answers at http://127.0.0.1:3000');
+      expect(words.stdout).toContain('npx parley serve --region eu');
       if (PG_URL) for (const s of schemas) await dropPostgresSchema(PG_URL, s);
     }
   }, 120_000);

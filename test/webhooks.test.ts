@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { createContext } from '../src/context.js';
 import { dropPostgresSchema } from '../src/db/database.js';
+import { createEndpoint } from '../src/events/endpoint.service.js';
 import { buildApp } from '../src/http/app.js';
 import { PROVIDER_WEBHOOK_QUEUE } from '../src/messaging/webhook.service.js';
 import { signBody } from '../src/sandbox/sandbox.js';
@@ -608,6 +609,12 @@ describe.each(DIALECTS)('a status before its message is stored (%s)', (dialect) 
     const t = await createQuietTestApp(dialect, { env: { PARLEY_PROVIDER_BASE_URL: provider.url } });
     try {
       const tenant = await makeSendingTenant(t.ctx);
+      // Never reached (nothing listens there): the test reads what was raised for it.
+      const endpoint = await createEndpoint(t.ctx.db, t.ctx.clock, {
+        orgId: tenant.org.id,
+        url: 'http://127.0.0.1:9/',
+        events: 'message.status',
+      });
       const early = statusPayload(tenant.number.phoneNumberId, [
         { id: 'wamid.EARLY1', status: 'delivered', timestamp: Date.now() },
       ]);
@@ -638,6 +645,23 @@ describe.each(DIALECTS)('a status before its message is stored (%s)', (dialect) 
       expect(after.json().message.statuses.map((s: { status: string }) => s.status)).toEqual(['delivered']);
       const left = await t.ctx.db.selectFrom('pending_statuses').selectAll().execute();
       expect(left).toHaveLength(0);
+      // The agent is told of the early status too, once the send has its conversation.
+      const raised = await t.ctx.db
+        .selectFrom('event_deliveries')
+        .select('payload')
+        .where('endpoint_id', '=', endpoint.id)
+        .execute();
+      expect(raised.map((r) => JSON.parse(r.payload))).toEqual([
+        expect.objectContaining({
+          type: 'message.status',
+          data: {
+            conversationId: sent.json().conversationId,
+            agentId: tenant.agent.id,
+            messageId: 'wamid.EARLY1',
+            status: 'delivered',
+          },
+        }),
+      ]);
     } finally {
       await t.close();
       await provider.close();
@@ -752,9 +776,12 @@ describe.each(DIALECTS)('request logs of the webhook routes (%s)', (dialect) => 
         url: '/webhooks/msgapp?hub.verify_token=sekret-guess&hub.mode=subscribe',
       });
       expect(wrong.statusCode).toBe(403);
-      const incoming = lines.filter((l) => l.includes('incoming request'));
-      expect(incoming).toHaveLength(2);
-      expect(JSON.parse(incoming[0] ?? '{}').req.url).toBe(
+      // One line per request, written once it is answered.
+      const requests = lines.filter((l) => l.includes('request completed'));
+      expect(requests).toHaveLength(2);
+      expect(lines.filter((l) => l.includes('incoming request'))).toHaveLength(0);
+      expect(JSON.parse(requests[0] ?? '{}')).toMatchObject({ res: { statusCode: 200 }, reqId: expect.any(String) });
+      expect(JSON.parse(requests[0] ?? '{}').req.url).toBe(
         '/webhooks/msgapp?hub.mode=subscribe&hub.verify_token=[redacted]&hub.challenge=42',
       );
       expect(lines.join('')).not.toContain('sekret');

@@ -7,6 +7,7 @@ import { hashKey, parseKey } from '../keys/key-format.js';
 import { PERMISSION_LABELS, type Permission, parsePermissions, type Scope } from '../keys/permissions.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
+import type { KeyCache } from './key-cache.js';
 import type { LastUsedTracker } from './last-used.js';
 
 /** Who is calling: the key that authenticated the request and what it may do. */
@@ -24,6 +25,16 @@ export interface AuthDeps {
   readonly region: Region;
   readonly clock: Clock;
   readonly lastUsed: LastUsedTracker;
+  /** Keys in memory, trusted only while the key epoch has not moved (src/auth/key-cache.ts). */
+  readonly keys?: KeyCache<KeyRecord>;
+}
+
+/** What authentication needs of a key's row, parsed once (and cached with it). */
+export interface KeyRecord {
+  readonly revoked: boolean;
+  readonly plan: string;
+  readonly lastUsedAt: number | null;
+  readonly principal: Principal;
 }
 
 /** The one query of every authenticated request: built once, a prepared statement on SQLite. */
@@ -47,6 +58,24 @@ const keyByHash = precompiled((db) =>
 
 const unauthorized = (message: string) => new AppError('UNAUTHORIZED', message);
 
+async function readKey(db: Kysely<DB>, hash: string): Promise<KeyRecord | undefined> {
+  const row = (await keyByHash(db, [hash])).rows[0];
+  if (!row) return undefined;
+  return {
+    revoked: row.revoked_at !== null,
+    plan: row.plan,
+    lastUsedAt: row.last_used_at,
+    principal: Object.freeze({
+      keyId: row.id,
+      orgId: row.org_id,
+      scope: row.scope,
+      agentId: row.agent_id,
+      campaignId: row.campaign_id,
+      permissions: Object.freeze(parsePermissions(row.permissions)),
+    }),
+  };
+}
+
 /**
  * Authenticates a request and checks one permission. Precedence, first failure wins:
  *   401 missing header → 401 not a Bearer token → 401 malformed key or bad checksum →
@@ -57,8 +86,21 @@ const unauthorized = (message: string) => new AppError('UNAUTHORIZED', message);
 export async function authenticate(
   deps: AuthDeps,
   authorization: string | undefined,
-  permission: Permission,
+  /** The permission the route needs, or a list of which any one will do. */
+  permission: Permission | readonly Permission[],
 ): Promise<Principal> {
+  const hash = keyHashOf(deps.region, authorization);
+  const record = deps.keys ? await deps.keys.get(hash, () => readKey(deps.db, hash)) : await readKey(deps.db, hash);
+  const principal = admit(record, permission);
+  await deps.lastUsed.touch(principal.keyId, record?.lastUsedAt ?? null, deps.clock.now());
+  return principal;
+}
+
+/**
+ * The stored hash of the key a request presents, after every check that needs no database: the
+ * header, the key's shape and checksum, its region.
+ */
+export function keyHashOf(region: Region, authorization: string | undefined): string {
   if (!authorization) {
     throw unauthorized('Missing Authorization header; send "Authorization: Bearer <API key>".');
   }
@@ -68,32 +110,29 @@ export async function authenticate(
 
   const parsed = parseKey(key);
   if (!parsed.ok) throw unauthorized('Invalid API key.');
-  if (parsed.region !== deps.region) {
-    throw unauthorized(
-      `This API key belongs to region "${parsed.region}" and is not valid in region "${deps.region}".`,
-    );
+  if (parsed.region !== region) {
+    throw unauthorized(`This API key belongs to region "${parsed.region}" and is not valid in region "${region}".`);
   }
-
-  const row = (await keyByHash(deps.db, [hashKey(key)])).rows[0];
-  if (!row) throw unauthorized('Invalid API key.');
-  if (row.revoked_at !== null) throw unauthorized('This API key has been revoked.');
-  if (row.plan !== 'paid') throw new AppError('FORBIDDEN', PAID_PLAN_REQUIRED);
-
-  const permissions = parsePermissions(row.permissions);
-  if (!permissions.includes(permission)) {
-    throw new AppError('FORBIDDEN', `This API key lacks the ${PERMISSION_LABELS[permission]} permission.`);
-  }
-
-  await deps.lastUsed.touch(row.id, row.last_used_at, deps.clock.now());
-  return {
-    keyId: row.id,
-    orgId: row.org_id,
-    scope: row.scope,
-    agentId: row.agent_id,
-    campaignId: row.campaign_id,
-    permissions,
-  };
+  return hashKey(key);
 }
+
+/** The principal of a key's record, or the 401 or 403 it earns (the database checks, in order). */
+export function admit(record: KeyRecord | undefined, permission: Permission | readonly Permission[]): Principal {
+  if (!record) throw unauthorized('Invalid API key.');
+  if (record.revoked) throw unauthorized('This API key has been revoked.');
+  if (record.plan !== 'paid') throw new AppError('FORBIDDEN', PAID_PLAN_REQUIRED);
+
+  const { principal } = record;
+  if (typeof permission === 'string' ? !principal.permissions.includes(permission) : !hasAny(principal, permission)) {
+    const wanted: readonly Permission[] = typeof permission === 'string' ? [permission] : permission;
+    const names = wanted.map((p) => PERMISSION_LABELS[p]).join(' or ');
+    throw new AppError('FORBIDDEN', `This API key lacks the ${names} permission.`);
+  }
+  return principal;
+}
+
+const hasAny = (principal: Principal, wanted: readonly Permission[]) =>
+  wanted.some((p) => principal.permissions.includes(p));
 
 /** An agent-scoped key may act only on its own agent; organization keys on any of theirs. */
 export function assertAgentAllowed(principal: Principal, agentId: string): void {

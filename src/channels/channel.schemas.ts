@@ -24,6 +24,26 @@ const MessageType = Type.Unsafe<'template' | 'message'>({
   description: '`template` (allowed any time) or `message` (free text, only inside the 24-hour window).',
 });
 
+/** Template parameters: `body` and `header`, each strings in the positional order the template expects. */
+export const TemplateParameters = Type.Object(
+  {
+    body: Type.Optional(
+      Type.Array(Type.String({ maxLength: MAX_BODY_PARAMETERS }), {
+        maxItems: MAX_BODY_PARAMETERS,
+        description: `Body parameters, in order; none empty, at most ${MAX_BODY_PARAMETERS} characters together.`,
+      }),
+    ),
+    header: Type.Optional(
+      Type.Array(Type.String({ maxLength: MAX_HEADER_PARAMETERS }), {
+        maxItems: MAX_HEADER_PARAMETERS,
+        description: `Header parameters, in order; none empty, at most ${MAX_HEADER_PARAMETERS} characters together.`,
+      }),
+    ),
+  },
+  { title: 'TemplateParameters', additionalProperties: false },
+);
+export type TemplateParameters = Static<typeof TemplateParameters>;
+
 export const ChannelSendBody = Type.Object(
   {
     channel: Type.String({
@@ -58,25 +78,7 @@ export const ChannelSendBody = Type.Object(
             description: 'Language code of the template, form xx_XX.',
             examples: ['en_US'],
           }),
-          parameters: Type.Optional(
-            Type.Object(
-              {
-                body: Type.Optional(
-                  Type.Array(Type.String({ maxLength: MAX_BODY_PARAMETERS }), {
-                    maxItems: MAX_BODY_PARAMETERS,
-                    description: `Body parameters, in order; none empty, at most ${MAX_BODY_PARAMETERS} characters together.`,
-                  }),
-                ),
-                header: Type.Optional(
-                  Type.Array(Type.String({ maxLength: MAX_HEADER_PARAMETERS }), {
-                    maxItems: MAX_HEADER_PARAMETERS,
-                    description: `Header parameters, in order; none empty, at most ${MAX_HEADER_PARAMETERS} characters together.`,
-                  }),
-                ),
-              },
-              { additionalProperties: false },
-            ),
-          ),
+          parameters: Type.Optional(TemplateParameters),
         },
         { additionalProperties: false, description: 'Required when `type` is `template`; refused with `message`.' },
       ),
@@ -93,18 +95,51 @@ export const ChannelSendBody = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false },
+  {
+    title: 'ChannelSendRequest',
+    examples: [
+      {
+        channel: 'msgapp',
+        to: '+14155550100',
+        type: 'template',
+        convId: 'agt_7hQk2LmN9pRs4TuVw6XyZa',
+        template: { name: 'order_update', language: 'en_US', parameters: { body: ['A-1042'] } },
+      },
+    ],
+    additionalProperties: false,
+  },
 );
 export type ChannelSendBody = Static<typeof ChannelSendBody>;
 
-export const ChannelSendResponse = Type.Object({
-  success: Type.Literal(true),
-  messageType: Type.Union([Type.Literal('template'), Type.Literal('message')], {
-    description: 'Echoes the request `type`.',
-  }),
-  channel: Type.Literal(CHANNEL),
-  messageId: Type.String({
-    description: "The provider's message ID (`wamid.…`); delivery webhooks and GET /api/messages/{messageId} use it.",
-  }),
-});
+export const ChannelSendResponse = Type.Object(
+  {
+    success: Type.Literal(true),
+    messageType: Type.Union([Type.Literal('template'), Type.Literal('message')], {
+      description: 'Echoes the request `type`.',
+    }),
+    channel: Type.Literal(CHANNEL),
+    messageId: Type.String({
+      description: "The provider's message ID (`wamid.…`); delivery webhooks and GET /api/messages/{messageId} use it.",
+    }),
+    conversationId: Type.Optional(
+      Type.String({
+        description:
+          'The conversation the message joined (or opened): GET /api/conversations/{id}. Absent when the recipient ' +
+          'cannot be an end user (a phone the end-user records refuse).',
+      }),
+    ),
+  },
+  {
+    title: 'ChannelSendResponse',
+    examples: [
+      {
+        success: true,
+        messageType: 'template',
+        channel: 'msgapp',
+        messageId: 'wamid.HBgLMTQxNTU1NTAxMDA',
+        conversationId: 'cnv_2bYw8sKq4nLm6RtPz0XcVa',
+      },
+    ],
+  },
+);
 export type ChannelSendResponse = Static<typeof ChannelSendResponse>;

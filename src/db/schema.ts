@@ -1,5 +1,8 @@
 import type { Generated } from 'kysely';
+import type { AuditLogTable } from '../audit/audit.tables.js';
+import type { CampaignDedupeKeyTable, CampaignDeliveryTable } from '../campaigns/campaign.tables.js';
 import type { ConversationTable, TriggerTable } from '../conversations/conversation.tables.js';
+import type { DashboardSessionTable, SignInFailureTable, UserTable } from '../dashboard/dashboard.tables.js';
 import type { EndUserTable, EndUserTagTable } from '../end-users/end-user.table.js';
 import type { EventDeliveryTable, EventEndpointTable } from '../events/event.tables.js';
 import type { IdempotencyKeyTable } from '../idempotency/idempotency.table.js';
@@ -36,6 +39,14 @@ export interface CampaignTable {
   org_id: string;
   name: string;
   created_at: number;
+  /** The agent whose number sends; null only for campaigns made before campaigns could send. */
+  agent_id: string | null;
+  template_name: string | null;
+  template_language: string | null;
+  /** JSON `{"body": [...], "header": [...]}` for recipients given no parameters. */
+  default_parameters: string | null;
+  status: 'active' | 'paused';
+  updated_at: number | null;
 }
 
 export interface ApiKeyTable {
@@ -54,11 +65,20 @@ export interface ApiKeyTable {
   revoked_at: number | null;
 }
 
+/** One row (id 1): bumped by triggers on every key or plan change (migration 0013). */
+export interface KeyEpochTable {
+  id: number;
+  epoch: number;
+}
+
 export interface DB {
   organizations: OrganizationTable;
   agents: AgentTable;
   campaigns: CampaignTable;
+  campaign_deliveries: CampaignDeliveryTable;
+  campaign_dedupe_keys: CampaignDedupeKeyTable;
   api_keys: ApiKeyTable;
+  key_epoch: KeyEpochTable;
   messaging_numbers: MessagingNumberTable;
   messages: MessageTable;
   message_statuses: MessageStatusTable;
@@ -75,6 +95,10 @@ export interface DB {
   conversations: ConversationTable;
   event_endpoints: EventEndpointTable;
   event_deliveries: EventDeliveryTable;
+  users: UserTable;
+  dashboard_sessions: DashboardSessionTable;
+  sign_in_failures: SignInFailureTable;
+  audit_log: AuditLogTable;
 }
 
 // Re-exported so feature tables can use it without importing kysely directly.

@@ -106,6 +106,32 @@ export async function findEndUserById(db: Db, orgId: string, id: string): Promis
   return (await endUserById(db, [id, orgId])).rows[0];
 }
 
+/** The key epoch and the end user (if any) in one statement: always one row, the epoch's. */
+const endUserByIdWithKeyEpoch = precompiled((db) =>
+  db
+    .selectFrom('key_epoch')
+    .leftJoin('end_users', (join) =>
+      join.on('end_users.id', '=', slot<string>(0)).on('end_users.org_id', '=', slot<string>(1)),
+    )
+    .selectAll('end_users')
+    .select('key_epoch.epoch as key_epoch')
+    .where('key_epoch.id', '=', 1),
+);
+
+/**
+ * For a GET by ID whose key the cache admitted (PostgreSQL): the record and the key epoch read in
+ * the same snapshot, so the key is confirmed without a round trip of its own.
+ */
+export async function findEndUserByIdWithKeyEpoch(
+  db: Db,
+  orgId: string,
+  id: string,
+): Promise<{ row: EndUserTable | undefined; epoch: number }> {
+  const found = (await endUserByIdWithKeyEpoch(db, [id, orgId])).rows[0];
+  if (!found) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
+  return { row: found.id === null ? undefined : (found as EndUserTable), epoch: Number(found.key_epoch) };
+}
+
 export async function findByPhone(db: Db, orgId: string, phone: string): Promise<EndUserTable | undefined> {
   return db
     .selectFrom('end_users')

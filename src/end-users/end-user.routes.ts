@@ -2,8 +2,9 @@ import { METHODS } from 'node:http';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Ajv from 'ajv';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Principal } from '../auth/auth.js';
 import type { AppContext } from '../context.js';
-import { BEARER, principalOf, requireKey } from '../http/auth.js';
+import { BEARER, confirmKeyEpoch, keyEpochPending, principalOf, requireKey } from '../http/auth.js';
 import { installJsonParser } from '../http/json-body.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
@@ -39,8 +40,8 @@ const config = { family: 'coded' as const };
 const BASE = '/api/endusers';
 
 /** End users belong to the whole organization: agent and campaign keys never reach them. */
-async function requireOrganizationKey(request: FastifyRequest): Promise<void> {
-  if (principalOf(request).scope !== 'organization') {
+function requireOrganizationKey(principal: Principal): void {
+  if (principal.scope !== 'organization') {
     throw new AppError('FORBIDDEN', 'End users need an organization-scoped key holding End-users.');
   }
 }
@@ -62,14 +63,14 @@ function methodNotAllowed(request: FastifyRequest, path: EndUserPath): AppError 
 }
 
 /** `/api/endusers/` (an empty ID) is a malformed by-ID path, like `/api/endusers/a/b`. */
-async function requireIdInPath(request: FastifyRequest): Promise<void> {
+function requireIdInPath(request: FastifyRequest): void {
   const { endUserId } = request.params as { endUserId?: string };
   if (!endUserId) throw invalidUrl(request);
 }
 
 /** onRequest of the routes that only answer 405: from the method and path alone, before the key. */
 const rejectMethod = (path: EndUserPath) => async (request: FastifyRequest) => {
-  if (path === 'byId') await requireIdInPath(request);
+  if (path === 'byId') requireIdInPath(request);
   throw methodNotAllowed(request, path);
 };
 
@@ -115,8 +116,15 @@ const envelopeAjv = new Ajv.default({ allErrors: false, coerceTypes: false, remo
 const checkBatchEnvelope = envelopeAjv.compile(EndUserBatchEnvelope);
 
 export const endUserRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
-  const auth = [requireKey(ctx, 'endusers'), requireOrganizationKey];
-  const byIdAuth = [requireIdInPath, ...auth];
+  // One onRequest hook per route: the path check (by-ID routes), the key, then the key's scope.
+  const auth = requireKey(ctx, 'endusers', { after: requireOrganizationKey });
+  const byIdAuth = requireKey(ctx, 'endusers', { before: requireIdInPath, after: requireOrganizationKey });
+  // GET reads the key epoch in its own query (a cached key then costs PostgreSQL no round trip).
+  const getByIdAuth = requireKey(ctx, 'endusers', {
+    before: requireIdInPath,
+    after: requireOrganizationKey,
+    epochInQuery: true,
+  });
   const { db, clock } = ctx;
   const { bodyLimit } = ctx.config;
 
@@ -195,7 +203,7 @@ export const endUserRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
     `${BASE}/:endUserId`,
     {
       config,
-      onRequest: byIdAuth,
+      onRequest: getByIdAuth,
       schema: {
         summary: 'Get an end user',
         tags: TAGS,
@@ -204,7 +212,13 @@ export const endUserRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
         response: { 200: EndUserSchema, ...endUserErrors('get', bodyLimit) },
       },
     },
-    async (request) => getEndUser(db, principalOf(request).orgId, request.params.endUserId),
+    async (request) =>
+      getEndUser(
+        db,
+        principalOf(request).orgId,
+        request.params.endUserId,
+        keyEpochPending(request) ? (epoch) => confirmKeyEpoch(ctx, request, epoch) : undefined,
+      ),
   );
 
   // In its own scope, so that application/merge-patch+json (the media type of a JSON merge patch,

@@ -70,6 +70,10 @@ const itemFields = {
 export const EndUserCreateBody = Type.Object(
   { origin: OriginSchema, ...itemFields },
   {
+    title: 'EndUserCreateRequest',
+    examples: [
+      { origin: 'manual', name: 'Ada Lovelace', email: 'ada@example.com', phone: '+14155550100', tags: ['vip'] },
+    ],
     additionalProperties: false,
     description: 'At least one of name, email, phone. Unknown fields are refused.',
   },
@@ -89,7 +93,7 @@ export const EndUserBatchBody = Type.Object(
     origin: OriginSchema,
     endUsers: Type.Array(EndUserBatchItem, { minItems: 1, maxItems: MAX_BATCH }),
   },
-  { additionalProperties: false },
+  { title: 'EndUserBatchRequest', additionalProperties: false },
 );
 export type EndUserBatchBody = Static<typeof EndUserBatchBody>;
 
@@ -126,6 +130,8 @@ export const EndUserPatchBody = Type.Object(
     ),
   },
   {
+    title: 'EndUserPatch',
+    examples: [{ name: 'Ada King', tags: ['vip', '2026'] }],
     additionalProperties: false,
     description:
       'JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent ' +
@@ -154,7 +160,25 @@ export const EndUserSchema = Type.Object(
     lastSeenAt: Nullable(Type.Integer({ description: 'ms since epoch of the last inbound message; null if none' })),
     updatedAt: Type.Integer({ description: 'ms since epoch' }),
   },
-  { description: 'An end-user record. Absent values: null (name, email, phone, lastSeenAt), [] or {}.' },
+  {
+    title: 'EndUser',
+    examples: [
+      {
+        _id: 'eu_3kTq9ZpW0bLm2XcV7nR4sA',
+        name: 'Ada Lovelace',
+        email: 'ada@example.com',
+        phone: '+14155550100',
+        tags: ['vip'],
+        origin: 'manual',
+        channelIdentifiers: { msgapp: '+14155550100' },
+        consent: {},
+        createdAt: 1795386969828,
+        lastSeenAt: null,
+        updatedAt: 1795386969828,
+      },
+    ],
+    description: 'An end-user record. Absent values: null (name, email, phone, lastSeenAt), [] or {}.',
+  },
 );
 
 // No length or alphabet rule here: an ID no record can have is 404 NOT_FOUND, not a 400 (spec 7.2).
@@ -195,12 +219,18 @@ export const EndUserListQuery = Type.Object(
 );
 export type EndUserListQuery = Static<typeof EndUserListQuery>;
 
-export const EndUserList = Type.Object({
-  data: Type.Array(EndUserSchema),
-  nextCursor: Nullable(Type.String({ description: 'Pass as cursor for the next page; null on the last page.' })),
-});
+export const EndUserList = Type.Object(
+  {
+    data: Type.Array(EndUserSchema),
+    nextCursor: Nullable(Type.String({ description: 'Pass as cursor for the next page; null on the last page.' })),
+  },
+  { title: 'EndUserList' },
+);
 
-export const EndUserDeleted = Type.Object({ _id: Type.String(), deleted: Type.Literal(true) });
+export const EndUserDeleted = Type.Object(
+  { _id: Type.String(), deleted: Type.Literal(true) },
+  { title: 'EndUserDeleted' },
+);
 
 const BatchCreated = Type.Object({
   index: Type.Integer({ description: 'Position in the request.' }),
@@ -217,11 +247,14 @@ const BatchFailed = Type.Object({
   duplicateOf: Type.Optional(Type.Integer({ description: 'Earlier index in this batch with the same value.' })),
 });
 
-export const EndUserBatchResult = Type.Object({
-  created: Type.Integer(),
-  failed: Type.Integer(),
-  results: Type.Array(Type.Union([BatchCreated, BatchFailed]), { description: 'One per item, in input order.' }),
-});
+export const EndUserBatchResult = Type.Object(
+  {
+    created: Type.Integer(),
+    failed: Type.Integer(),
+    results: Type.Array(Type.Union([BatchCreated, BatchFailed]), { description: 'One per item, in input order.' }),
+  },
+  { title: 'EndUserBatchResult' },
+);
 export type BatchItemFailed = Static<typeof BatchFailed>;
 export type BatchItemResult = Static<typeof BatchCreated> | BatchItemFailed;
 

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
+import { decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { AppError } from '../shared/errors.js';
 import { newId, randomBase62 } from '../shared/ids.js';
 import {
@@ -16,6 +17,7 @@ import {
   findByPhone,
   findEndUser,
   findEndUserById,
+  findEndUserByIdWithKeyEpoch,
   findHolders,
   findOrgCountry,
   insertEndUser,
@@ -444,7 +446,20 @@ function failed(index: number, code: string, error: string, field?: string): Bat
 /** The characters of every record ID (eu_ and base62); an ID outside them, or longer, names no record. */
 const ID_SHAPE = /^[0-9A-Za-z_]{1,64}$/;
 
-export async function getEndUser(db: Kysely<DB>, orgId: string, id: string): Promise<EndUser> {
+export async function getEndUser(
+  db: Kysely<DB>,
+  orgId: string,
+  id: string,
+  /** Given when the key still awaits the epoch this read returns (see confirmKeyEpoch). */
+  confirmKeyEpoch?: (epoch: number) => Promise<void>,
+): Promise<EndUser> {
+  if (confirmKeyEpoch) {
+    // The key is confirmed before anything is answered, a 404 included.
+    const { row, epoch } = await findEndUserByIdWithKeyEpoch(db, orgId, ID_SHAPE.test(id) ? id : '');
+    await confirmKeyEpoch(epoch);
+    if (!row) throw notFound(id);
+    return toEndUser(row);
+  }
   if (!ID_SHAPE.test(id)) throw notFound(id);
   const row = await findEndUserById(db, orgId, id);
   if (!row) throw notFound(id);
@@ -545,39 +560,12 @@ export async function deleteEndUser(db: Kysely<DB>, orgId: string, id: string): 
   return { _id: id };
 }
 
-interface Cursor {
-  createdAt: number;
-  id: string;
-}
-
-export const encodeCursor = (c: Cursor): string =>
-  Buffer.from(JSON.stringify([c.createdAt, c.id])).toString('base64url');
-
 const CURSOR_ID = /^eu_[0-9A-Za-z]{22}$/;
 
-/**
- * Only what encodeCursor makes is accepted: a [createdAt, _id] pair with a time in range and a
- * record-shaped ID, spelled exactly as this API spells it (no HMAC: a forged position only reveals
- * what the same key can list anyway).
- */
-function decodeCursor(text: string): Cursor {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
-    if (
-      Array.isArray(value) &&
-      value.length === 2 &&
-      Number.isSafeInteger(value[0]) &&
-      (value[0] as number) >= 0 &&
-      typeof value[1] === 'string' &&
-      CURSOR_ID.test(value[1])
-    ) {
-      const cursor = { createdAt: value[0] as number, id: value[1] };
-      if (encodeCursor(cursor) === text) return cursor;
-    }
-  } catch {
-    // fall through
-  }
-  throw invalid('cursor', "Invalid query parameter: 'cursor' is not a cursor this API returned.");
+function decodeListCursor(text: string): { createdAt: number; id: string } {
+  const position = decodeCursor(text, CURSOR_ID);
+  if (!position) throw invalid('cursor', "Invalid query parameter: 'cursor' is not a cursor this API returned.");
+  return { createdAt: position.at, id: position.id };
 }
 
 export async function listEndUsers(
@@ -598,7 +586,7 @@ export async function listEndUsers(
     filter.tag = tag;
   }
   if (query.updatedSince !== undefined) filter.updatedSince = query.updatedSince;
-  if (query.cursor !== undefined) filter.after = decodeCursor(query.cursor);
+  if (query.cursor !== undefined) filter.after = decodeListCursor(query.cursor);
   if (query.email !== undefined) {
     const email = normalizeEmail(query.email);
     if (!email) throw invalid('email', "Invalid query parameter: 'email' is not a valid email address.");
@@ -618,7 +606,7 @@ export async function listEndUsers(
   const last = page[page.length - 1];
   return {
     data: page.map(toEndUser),
-    nextCursor: rows.length > limit && last ? encodeCursor({ createdAt: Number(last.created_at), id: last.id }) : null,
+    nextCursor: rows.length > limit && last ? encodeCursor(Number(last.created_at), last.id) : null,
   };
 }
 

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { inTransaction, recordAudit } from '../audit/audit.service.js';
 import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import { clip } from '../shared/clip.js';
@@ -99,7 +100,7 @@ export function parseEvents(raw: string | undefined): string {
 export async function createEndpoint(
   db: Kysely<DB>,
   clock: Clock,
-  input: { orgId: string; url: string; agentId?: string; events?: string },
+  input: { orgId: string; url: string; agentId?: string; events?: string; actor?: string },
 ): Promise<EventEndpoint & { secret: string }> {
   const url = checkEndpointUrl(input.url);
   const events = parseEvents(input.events);
@@ -126,7 +127,21 @@ export async function createEndpoint(
     failing_since: null,
     created_at: clock.now(),
   };
-  await db.insertInto('event_endpoints').values(row).execute();
+  const actor = input.actor;
+  await inTransaction(db, async (trx) => {
+    await trx.insertInto('event_endpoints').values(row).execute();
+    if (actor) {
+      await recordAudit(trx, {
+        orgId: input.orgId,
+        actor,
+        action: 'endpoint.created',
+        targetType: 'endpoint',
+        targetId: row.id,
+        details: { url, agentId: row.agent_id, events },
+        at: row.created_at,
+      });
+    }
+  });
   return { ...toEndpoint(row), secret: row.secret };
 }
 
@@ -153,11 +168,27 @@ async function endpointOf(db: Kysely<DB>, orgId: string, id: string): Promise<Ev
 }
 
 /** Deletes the endpoint and its deliveries; queued deliveries find it gone and stop. */
-export async function deleteEndpoint(db: Kysely<DB>, orgId: string, id: string): Promise<void> {
-  await endpointOf(db, orgId, id);
-  await db.transaction().execute(async (trx) => {
+export async function deleteEndpoint(
+  db: Kysely<DB>,
+  orgId: string,
+  id: string,
+  audit?: { actor: string; clock: Clock },
+): Promise<void> {
+  const endpoint = await endpointOf(db, orgId, id);
+  await inTransaction(db, async (trx) => {
     await trx.deleteFrom('event_deliveries').where('endpoint_id', '=', id).execute();
     await trx.deleteFrom('event_endpoints').where('id', '=', id).where('org_id', '=', orgId).execute();
+    if (audit) {
+      await recordAudit(trx, {
+        orgId,
+        actor: audit.actor,
+        action: 'endpoint.deleted',
+        targetType: 'endpoint',
+        targetId: id,
+        details: { url: endpoint.url },
+        at: audit.clock.now(),
+      });
+    }
   });
 }
 

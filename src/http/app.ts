@@ -3,15 +3,20 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
+import { campaignRoutes } from '../campaigns/campaign.routes.js';
 import { channelRoutes } from '../channels/channel.routes.js';
 import { type Config, REGION_NAMES } from '../config.js';
 import type { AppContext } from '../context.js';
+import { conversationRoutes } from '../conversations/conversation.routes.js';
+import { dashboardRoutes } from '../dashboard/dashboard.routes.js';
 import { endUserRoutes } from '../end-users/end-user.routes.js';
 import { messageRoutes } from '../messaging/message.routes.js';
 import { webhookRoutes } from '../messaging/webhook.routes.js';
 import { installMetricsHook, opsRoutes } from '../ops/ops.routes.js';
 import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
 import { AppError } from '../shared/errors.js';
+import { triggerRoutes } from '../triggers/trigger.routes.js';
+import { apiReference } from './api-reference.js';
 import {
   ChannelError,
   CodedError,
@@ -21,8 +26,10 @@ import {
   installServerEdges,
 } from './errors.js';
 import { checkUrlForNul, installJsonParser } from './json-body.js';
+import { API_LICENSE, finishDocument } from './openapi-document.js';
 import { publicRoutes } from './public.routes.js';
-import { SECURITY_HEADERS } from './security-headers.js';
+import { lazyChildLogger, RequestLogController } from './request-log.js';
+import { PAGE_SECURITY_HEADERS, SECURITY_HEADERS } from './security-headers.js';
 import { installValidators } from './validation.js';
 
 export const API_VERSION = '3.0.0';
@@ -50,8 +57,12 @@ function fastifyTrustProxy(
 
 export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Promise<FastifyInstance> {
   const limits = ctx.config.http;
+  const logger = ctx.logger.child({}, { level: requestLogLevel(ctx.logger, options) });
   const app = Fastify({
-    loggerInstance: ctx.logger.child({}, { level: requestLogLevel(ctx.logger, options) }) as FastifyBaseLogger,
+    loggerInstance: logger as FastifyBaseLogger,
+    // One line per request, and no child logger per request unless something is logged through it.
+    logController: new RequestLogController(logger),
+    childLoggerFactory: lazyChildLogger,
     bodyLimit: ctx.config.bodyLimit,
     // PARLEY_TRUST_PROXY: behind a balancer, request.ip is the client named in X-Forwarded-For.
     trustProxy: fastifyTrustProxy(ctx.config.trustProxy),
@@ -117,7 +128,9 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   // Off unless PARLEY_METRICS is set: then every answer is counted (no hook at all otherwise).
   if (ctx.metrics) installMetricsHook(app, ctx.metrics);
   app.addHook('onSend', (request, reply, payload, done) => {
-    reply.headers(SECURITY_HEADERS);
+    // A page that sets its own policy (the API reference at /api/docs) keeps it.
+    if (reply.hasHeader('content-security-policy')) reply.headers(PAGE_SECURITY_HEADERS);
+    else reply.headers(SECURITY_HEADERS);
     reply.header('x-request-id', request.id);
     if (closing) reply.header('connection', 'close');
     done(null, payload);
@@ -146,9 +159,17 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
       },
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transformObject: (document) =>
+      'openapiObject' in document
+        ? (finishDocument(
+            document.openapiObject as Record<string, unknown>,
+            API_LICENSE,
+          ) as typeof document.openapiObject)
+        : document.swaggerObject,
   });
   app.addSchema(ChannelError);
   app.addSchema(CodedError);
+  await app.register(apiReference);
 
   await app.register(publicRoutes, { ctx });
   await registerFeatures(app, ctx);
@@ -162,9 +183,14 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
     endUserRoutes,
     channelRoutes,
     messageRoutes,
+    triggerRoutes,
+    conversationRoutes,
+    campaignRoutes,
     webhookRoutes,
     sandboxRoutes,
     opsRoutes,
+    // The web dashboard (/dashboard): HTML pages, hidden from the API description.
+    dashboardRoutes,
   ];
   for (const feature of features) await app.register(feature, { ctx });
 }

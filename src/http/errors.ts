@@ -30,7 +30,14 @@ export const CodedError = Type.Object(
   { $id: 'CodedError', description: 'Error envelope of the end-user endpoints and of unknown routes.' },
 );
 
-const CHANNEL_PREFIXES = ['/api/channels', '/api/triggers', '/api/messages', '/api/sandbox'];
+const CHANNEL_PREFIXES = [
+  '/api/channels',
+  '/api/triggers',
+  '/api/messages',
+  '/api/sandbox',
+  '/api/conversations',
+  '/api/campaigns',
+];
 
 export function familyOfUrl(url: string): Family {
   return CHANNEL_PREFIXES.some((p) => url === p || url.startsWith(`${p}/`) || url.startsWith(`${p}?`))

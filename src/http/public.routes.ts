@@ -17,7 +17,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asyn
         summary: 'Reachability check',
         tags: ['public'],
         security: [],
-        response: { 200: Health, ...errorResponses('coded', []) },
+        response: { 200: Health, ...errorResponses('coded', [400]) },
       },
     },
     async () => ({
@@ -37,7 +37,7 @@ export const publicRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asyn
         security: [],
         response: {
           200: Type.Object({}, { additionalProperties: true, description: 'An OpenAPI 3.0 document.' }),
-          ...errorResponses('coded', []),
+          ...errorResponses('coded', [400]),
         },
       },
     },

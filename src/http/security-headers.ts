@@ -15,3 +15,8 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze(
   'x-content-type-options': 'nosniff',
   'x-frame-options': 'DENY',
 });
+
+/** The same, but for a page that set its own `content-security-policy`. */
+export const PAGE_SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze(
+  Object.fromEntries(Object.entries(SECURITY_HEADERS).filter(([name]) => name !== 'content-security-policy')),
+);

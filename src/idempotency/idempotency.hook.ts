@@ -74,7 +74,16 @@ export function idempotency(
       {
         orgId: principal.orgId,
         key,
-        requestHash: requestHash(operation, request.body, principal.scope === 'agent' ? principal.agentId : null),
+        requestHash: requestHash(
+          operation,
+          request.body,
+          // A key bound to an agent or a campaign: its bound target is part of the request.
+          principal.scope === 'agent'
+            ? principal.agentId
+            : principal.scope === 'campaign'
+              ? principal.campaignId
+              : null,
+        ),
       },
       inFlightExpiryMs,
     );

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import { findAgent } from '../agents/agent.service.js';
+import { inTransaction, recordAudit } from '../audit/audit.service.js';
 import { findCampaign } from '../campaigns/campaign.service.js';
 import type { Region } from '../config.js';
 import type { ApiKeyTable, DB } from '../db/schema.js';
@@ -57,6 +58,8 @@ export interface CreateKeyInput {
   campaignId?: string;
   /** Permission names; for a campaign key, defaults to Campaigns. */
   permissions?: readonly string[];
+  /** Who creates it, for the audit log (`cli`, or a dashboard user's email); unset: not recorded. */
+  actor?: string;
 }
 
 export async function createKey(
@@ -124,7 +127,21 @@ export async function createKey(
     last_used_at: null,
     revoked_at: null,
   };
-  await db.insertInto('api_keys').values(row).execute();
+  const actor = input.actor;
+  await inTransaction(db, async (trx) => {
+    await trx.insertInto('api_keys').values(row).execute();
+    if (actor) {
+      await recordAudit(trx, {
+        orgId: org.id,
+        actor,
+        action: 'key.created',
+        targetType: 'api_key',
+        targetId: row.id,
+        details: { label, prefix: row.prefix, scope, permissions, agentId, campaignId },
+        at: row.created_at,
+      });
+    }
+  });
   return { apiKey: toApiKey(row), key: generated.key };
 }
 
@@ -140,16 +157,31 @@ export async function listKeys(db: Kysely<DB>, orgId: string): Promise<ApiKey[]>
   return rows.map(toApiKey);
 }
 
-/** Revokes a key for good. Revoking a revoked key keeps its first revocation time. */
-export async function revokeKey(db: Kysely<DB>, clock: Clock, orgId: string, keyId: string): Promise<ApiKey> {
+/**
+ * Revokes a key for good. Revoking a revoked key keeps its first revocation time. With an `actor`,
+ * the revocation (not a repeat) is recorded in the audit log in the same transaction.
+ */
+export async function revokeKey(
+  db: Kysely<DB>,
+  clock: Clock,
+  orgId: string,
+  keyId: string,
+  actor?: string,
+): Promise<ApiKey> {
   await getOrganization(db, orgId);
-  await db
-    .updateTable('api_keys')
-    .set({ revoked_at: clock.now() })
-    .where('org_id', '=', orgId)
-    .where('id', '=', keyId)
-    .where('revoked_at', 'is', null)
-    .execute();
+  const now = clock.now();
+  await inTransaction(db, async (trx) => {
+    const result = await trx
+      .updateTable('api_keys')
+      .set({ revoked_at: now })
+      .where('org_id', '=', orgId)
+      .where('id', '=', keyId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    if (actor && Number(result.numUpdatedRows) > 0) {
+      await recordAudit(trx, { orgId, actor, action: 'key.revoked', targetType: 'api_key', targetId: keyId, at: now });
+    }
+  });
   const row = await db
     .selectFrom('api_keys')
     .selectAll()

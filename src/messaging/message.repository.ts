@@ -45,6 +45,9 @@ const MESSAGE_COLUMNS = [
   'created_at',
   'updated_at',
   'conversation_id',
+  'text',
+  'template_language',
+  'template_parameters',
 ] as const satisfies readonly (keyof MessageTable)[];
 
 const insertMessageQuery = precompiled((db) =>
@@ -279,28 +282,31 @@ const pendingQuery = precompiled((db) =>
 
 /**
  * Applies statuses that arrived before the message was stored (those reported for the message's
- * own number, or for no number in particular); returns how many.
+ * own number, or for no number in particular); returns them, in the order applied.
  */
 export async function applyPendingStatuses(
   db: Kysely<DB>,
   messageId: string,
   providerMessageId: string,
   phoneNumberId: string | undefined,
-): Promise<number> {
+): Promise<StatusEvent[]> {
   const pending = (await pendingQuery(db, [providerMessageId])).rows.filter(
     (p) => p.phone_number_id === null || phoneNumberId === undefined || p.phone_number_id === phoneNumberId,
   );
-  if (pending.length === 0) return 0;
+  if (pending.length === 0) return [];
+  const applied: StatusEvent[] = [];
   for (const p of pending.sort(
     (a, b) => STATUS_RANK[a.status as ProviderStatus] - STATUS_RANK[b.status as ProviderStatus],
   )) {
-    await applyStatus(db, messageId, {
+    const event: StatusEvent = {
       status: p.status as ProviderStatus,
       occurredAt: Number(p.occurred_at),
       receivedAt: Number(p.received_at),
       errorCode: p.error_code,
       errorMessage: p.error_message,
-    });
+    };
+    await applyStatus(db, messageId, event);
+    applied.push(event);
   }
   await db
     .deleteFrom('pending_statuses')
@@ -311,7 +317,7 @@ export async function applyPendingStatuses(
       pending.map((p) => p.status),
     )
     .execute();
-  return pending.length;
+  return applied;
 }
 
 /** How long a status for a message Parley does not know is kept: the provider's retry horizon. */

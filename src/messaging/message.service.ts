@@ -5,34 +5,43 @@ import { AppError } from '../shared/errors.js';
 import { findMessage, type MessageStatus, STATUS_RANK } from './message.repository.js';
 import type { MessageStatusTable, MessageTable } from './messaging.tables.js';
 
-const StatusEntry = Type.Object({
-  status: Type.String({ description: 'sent, delivered, read or failed.' }),
-  timestamp: Type.Number({ description: "The provider's time of the status, ms since epoch." }),
-  receivedAt: Type.Number({ description: 'When Parley received it, ms since epoch.' }),
-  error: Type.Optional(Type.Object({ code: Type.Union([Type.Number(), Type.Null()]), message: Type.String() })),
-});
-
-export const MessageResponse = Type.Object({
-  success: Type.Literal(true),
-  message: Type.Object({
-    messageId: Type.Union([Type.String(), Type.Null()], { description: "The provider's message ID." }),
-    id: Type.String({ description: "Parley's own ID of the message (sent to the provider as callback data)." }),
-    channel: Type.Literal('msgapp'),
-    convId: Type.String({ description: 'The agent whose number sent it.' }),
-    to: Type.String({ description: 'Recipient, E.164.' }),
-    type: Type.Union([Type.Literal('template'), Type.Literal('message')]),
-    templateName: Type.Union([Type.String(), Type.Null()]),
-    status: Type.String({
-      description:
-        'Latest status: accepted, sent, delivered, read or failed (only ever moves forward; failed is final); ' +
-        'rejected or unconfirmed when the send itself failed.',
-    }),
+export const StatusEntry = Type.Object(
+  {
+    status: Type.String({ description: 'sent, delivered, read or failed.' }),
+    timestamp: Type.Number({ description: "The provider's time of the status, ms since epoch." }),
+    receivedAt: Type.Number({ description: 'When Parley received it, ms since epoch.' }),
     error: Type.Optional(Type.Object({ code: Type.Union([Type.Number(), Type.Null()]), message: Type.String() })),
-    createdAt: Type.Number(),
-    updatedAt: Type.Number(),
-    statuses: Type.Array(StatusEntry, { description: 'Every status received, oldest first, once each.' }),
-  }),
-});
+  },
+  { title: 'MessageStatus' },
+);
+
+export const MessageResponse = Type.Object(
+  {
+    success: Type.Literal(true),
+    message: Type.Object(
+      {
+        messageId: Type.Union([Type.String(), Type.Null()], { description: "The provider's message ID." }),
+        id: Type.String({ description: "Parley's own ID of the message (sent to the provider as callback data)." }),
+        channel: Type.Literal('msgapp'),
+        convId: Type.String({ description: 'The agent whose number sent it.' }),
+        to: Type.String({ description: 'Recipient, E.164.' }),
+        type: Type.Union([Type.Literal('template'), Type.Literal('message')]),
+        templateName: Type.Union([Type.String(), Type.Null()]),
+        status: Type.String({
+          description:
+            'Latest status: accepted, sent, delivered, read or failed (only ever moves forward; failed is final); ' +
+            'rejected or unconfirmed when the send itself failed.',
+        }),
+        error: Type.Optional(Type.Object({ code: Type.Union([Type.Number(), Type.Null()]), message: Type.String() })),
+        createdAt: Type.Number(),
+        updatedAt: Type.Number(),
+        statuses: Type.Array(StatusEntry, { description: 'Every status received, oldest first, once each.' }),
+      },
+      { title: 'Message' },
+    ),
+  },
+  { title: 'MessageResponse' },
+);
 export type MessageResponse = Static<typeof MessageResponse>;
 
 const errorOf = (code: number | null, message: string | null) => (message !== null ? { error: { code, message } } : {});

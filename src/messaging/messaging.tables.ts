@@ -34,6 +34,11 @@ export interface MessageTable {
   updated_at: number;
   /** The conversation the message belongs to (null for messages sent before conversations existed). */
   conversation_id: string | null;
+  /** The text of a free-text send. */
+  text: string | null;
+  template_language: string | null;
+  /** JSON `{"body": [...], "header": [...]}` of a template send. */
+  template_parameters: string | null;
 }
 
 export interface MessageStatusTable {
@@ -67,6 +72,8 @@ export interface InboundMessageTable {
   sent_at: number;
   received_at: number;
   conversation_id: string | null;
+  /** The provider's message type (`text`, `image`, `button`...). */
+  type: string | null;
 }
 
 /** The 24-hour window: last time a user wrote to a number. */

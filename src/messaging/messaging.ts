@@ -46,6 +46,8 @@ export async function createMessaging(
         appSecret,
         templates: m.sandboxTemplates,
         statusDelayMs: m.sandboxStatusDelayMs,
+        statuses: m.sandboxStatuses,
+        ...(m.sandboxMps !== undefined ? { mps: m.sandboxMps } : {}),
         // Shared by every sandbox of this data folder (regions, processes, restarts), as a provider's memory is.
         stateFile: join(config.dataDir, SANDBOX_STATE_FILE),
         onError: (err, what) => logger.warn({ err, what }, 'sandbox could not deliver a webhook'),
@@ -56,7 +58,10 @@ export async function createMessaging(
     timeoutMs: m.providerTimeoutMs,
   });
   const provider = metrics ? metrics.instrumentProvider(cloud) : cloud;
-  const webhooks = new WebhookProcessor(database.db, clock, logger, { jobs });
+  const webhooks = new WebhookProcessor(database.db, clock, logger, {
+    jobs,
+    conversationIdleMs: config.conversations.idleMs,
+  });
   let attached = false;
   return {
     provider,

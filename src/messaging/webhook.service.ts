@@ -1,8 +1,11 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { joinInbound } from '../conversations/inbound.js';
+import { raiseMessageStatuses } from '../conversations/status-events.js';
 import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
+import { findEndUserById } from '../end-users/end-user.repository.js';
 import { recordInboundEndUser } from '../end-users/end-user.service.js';
 import type { JobInfo, JobRunner } from '../jobs/job-runner.js';
 import { endUserPhoneOf, fromProviderDigits, windowKey } from '../numbers/phone.js';
@@ -95,6 +98,8 @@ export type Task =
       /** E.164 of the digits the provider reports. */
       readonly from: string;
       readonly name: string | undefined;
+      /** The provider's message type (`text`, `image`, `button`...). */
+      readonly type: string;
       readonly text: string | null;
       readonly sentAt: number;
     };
@@ -135,6 +140,7 @@ export function tasksOf(payload: unknown, receivedAt: number): { tasks: Task[]; 
           providerMessageId: id,
           from,
           name: names.get(from.slice(1)),
+          type: cleanString(m.type, 32) || 'text',
           text: text ?? null,
           sentAt: Math.min(providerTime(m.timestamp, receivedAt), receivedAt),
         });
@@ -234,6 +240,8 @@ export interface WebhookProcessorOptions {
   readonly retryDelaysMs?: readonly number[];
   /** Bodies applied at once in one process. */
   readonly concurrency?: number;
+  /** Idle time after which a conversation is closed (an inbound message then opens a new one). */
+  readonly conversationIdleMs?: number;
 }
 
 /**
@@ -253,6 +261,7 @@ export class WebhookProcessor {
   private readonly inboundWaiters = new Map<string, (outcome: InboundOutcome) => void>();
   private lastPurge = Number.NEGATIVE_INFINITY;
   private readonly jobs: JobRunner | undefined;
+  private readonly conversationIdleMs: number;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -262,6 +271,7 @@ export class WebhookProcessor {
   ) {
     this.retryDelaysMs = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
     this.jobs = options.jobs;
+    this.conversationIdleMs = options.conversationIdleMs ?? 24 * 60 * 60 * 1000;
     if (this.jobs) {
       const processor = this;
       this.jobs.define<ProviderWebhookJob>({
@@ -552,17 +562,28 @@ export class WebhookProcessor {
         // The send never learnt this ID (it timed out, say): the status proves the provider took it.
         await adoptProviderMessageId(this.db, found.id, providerMessageId, task.event.receivedAt);
         await applyStatus(this.db, found.id, task.event);
-        await applyPendingStatuses(this.db, found.id, providerMessageId, phoneNumberId);
-        return 'applied';
+        const earlier = await applyPendingStatuses(this.db, found.id, providerMessageId, phoneNumberId);
+        await this.raiseStatuses(found.id, providerMessageId, [task.event, ...earlier]);
+      } else {
+        await applyStatus(this.db, found.id, task.event);
+        await this.raiseStatuses(found.id, providerMessageId, [task.event]);
       }
-      await applyStatus(this.db, found.id, task.event);
       return 'applied';
     }
     await storePendingStatus(this.db, providerMessageId, task.event, phoneNumberId);
     // The send may have stored its provider ID between our lookup and the insert above.
     const late = await findMessageForStatus(this.db, providerMessageId, undefined, phoneNumberId);
-    if (late) await applyPendingStatuses(this.db, late.id, providerMessageId, phoneNumberId);
+    if (late) {
+      const applied = await applyPendingStatuses(this.db, late.id, providerMessageId, phoneNumberId);
+      await this.raiseStatuses(late.id, providerMessageId, applied);
+    }
     return 'applied';
+  }
+
+  /** `message.status` for each status applied to one of an agent's messages. */
+  private async raiseStatuses(id: string, providerMessageId: string, statuses: readonly StatusEvent[]): Promise<void> {
+    if (!this.jobs) return;
+    await raiseMessageStatuses({ db: this.db, jobs: this.jobs, clock: this.clock }, id, providerMessageId, statuses);
   }
 
   /**
@@ -585,8 +606,10 @@ export class WebhookProcessor {
           number_id: number.id,
           from_phone: task.from,
           text: task.text,
+          type: task.type,
           sent_at: task.sentAt,
           received_at: this.clock.now(),
+          conversation_id: null,
         })
         .onConflict((oc) => oc.column('provider_message_id').doNothing())
         .executeTakeFirst();
@@ -594,27 +617,69 @@ export class WebhookProcessor {
       await openWindow(trx, number.id, windowKey(task.from), task.sentAt);
       return true;
     });
-    if (stored || again) await this.recordEndUser(number.org_id, task);
+    const joined = stored
+      ? null
+      : ((
+          await this.db
+            .selectFrom('inbound_messages')
+            .select('conversation_id')
+            .where('provider_message_id', '=', task.providerMessageId)
+            .executeTakeFirst()
+        )?.conversation_id ?? null);
+    // A redelivery of a message fully handled before is left alone; an attempt after a failure or a
+    // crash (the message stored, its conversation not yet set) finishes the work.
+    if (!stored && !again && joined !== null) return 'applied';
+    const endUserId = await this.recordEndUser(number.org_id, task);
+    if (endUserId && this.jobs) {
+      const endUser = await findEndUserById(this.db, number.org_id, endUserId);
+      await joinInbound(
+        { db: this.db, jobs: this.jobs, clock: this.clock, idleMs: this.conversationIdleMs },
+        {
+          orgId: number.org_id,
+          numberId: number.id,
+          providerMessageId: task.providerMessageId,
+          from: task.from,
+          endUser: {
+            id: endUserId,
+            name: endUser?.name ?? null,
+            phone: endUser?.phone ?? null,
+            email: endUser?.email ?? null,
+          },
+          type: task.type,
+          text: task.text,
+          sentAt: task.sentAt,
+          conversationId: joined,
+        },
+      );
+    }
     return 'applied';
   }
 
-  private async recordEndUser(orgId: string, task: Extract<Task, { kind: 'inbound' }>): Promise<void> {
+  /** Records the sender as an end user; resolves with its ID, or undefined when it has no usable phone. */
+  private async recordEndUser(orgId: string, task: Extract<Task, { kind: 'inbound' }>): Promise<string | undefined> {
     const phone = endUserPhoneOf(task.from);
     const skip = () =>
       this.logger.warn(
         { from: task.from, providerMessageId: task.providerMessageId },
         'inbound sender has no phone number the end-user records accept; message stored and window opened, no end user recorded',
       );
-    if (!phone) return skip();
+    if (!phone) {
+      skip();
+      return undefined;
+    }
     try {
-      await recordInboundEndUser(this.db, this.clock, {
+      const { id } = await recordInboundEndUser(this.db, this.clock, {
         orgId,
         phone,
         ...(task.name ? { name: task.name } : {}),
         at: task.sentAt,
       });
+      return id;
     } catch (err) {
-      if (isAppError(err) && err.code === 'INVALID_BODY') return skip();
+      if (isAppError(err) && err.code === 'INVALID_BODY') {
+        skip();
+        return undefined;
+      }
       throw err;
     }
   }

@@ -62,7 +62,7 @@ export const opsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (
           '`GET /api/health` is the liveness check, which needs neither.',
         tags: ['public'],
         security: [],
-        response: { 200: Ready, ...errorResponses('coded', []), 503: Ready },
+        response: { 200: Ready, ...errorResponses('coded', [400]), 503: Ready },
       },
     },
     async (_request, reply) => {

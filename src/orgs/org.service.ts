@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { inTransaction, recordAudit } from '../audit/audit.service.js';
 import type { DB, OrganizationTable } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
@@ -62,14 +63,30 @@ export async function getOrganization(db: Kysely<DB>, orgId: string): Promise<Or
   return toOrganization(row);
 }
 
-export async function setOrganizationPlan(db: Kysely<DB>, orgId: string, plan: string): Promise<Organization> {
+/** Changes the plan; with `audit`, a real change is recorded in the audit log in the same transaction. */
+export async function setOrganizationPlan(
+  db: Kysely<DB>,
+  orgId: string,
+  plan: string,
+  audit?: { actor: string; clock: Clock },
+): Promise<Organization> {
   const checked = checkPlan(plan);
-  const result = await db
-    .updateTable('organizations')
-    .set({ plan: checked })
-    .where('id', '=', orgId)
-    .executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) throw new AppError('NOT_FOUND', `unknown organization "${orgId}"`);
+  await inTransaction(db, async (trx) => {
+    const before = await trx.selectFrom('organizations').select('plan').where('id', '=', orgId).executeTakeFirst();
+    if (!before) throw new AppError('NOT_FOUND', `unknown organization "${orgId}"`);
+    await trx.updateTable('organizations').set({ plan: checked }).where('id', '=', orgId).execute();
+    if (audit && before.plan !== checked) {
+      await recordAudit(trx, {
+        orgId,
+        actor: audit.actor,
+        action: 'plan.changed',
+        targetType: 'organization',
+        targetId: orgId,
+        details: { from: before.plan, to: checked },
+        at: audit.clock.now(),
+      });
+    }
+  });
   return getOrganization(db, orgId);
 }
 
@@ -86,4 +103,10 @@ export async function setOrganizationCountry(
     .executeTakeFirst();
   if (Number(result.numUpdatedRows) === 0) throw new AppError('NOT_FOUND', `unknown organization "${orgId}"`);
   return getOrganization(db, orgId);
+}
+
+/** Every organization of the region, oldest first (so a lost organization ID can be found again). */
+export async function listOrganizations(db: Kysely<DB>): Promise<Organization[]> {
+  const rows = await db.selectFrom('organizations').selectAll().orderBy('created_at').orderBy('id').execute();
+  return rows.map(toOrganization);
 }

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { type RateLimiterAbstract, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { closeRedisQuietly } from '../shared/redis-close.js';
 
 /**
  * Limits of the trigger and channel send endpoints: one counter per API key and one per
@@ -64,6 +65,8 @@ export interface SendRateLimiterOptions {
   readonly redisUrl?: string | undefined;
   /** Prefix of every Redis key, e.g. `parley` → `parley:us:rl:key:<keyId>`. */
   readonly redisPrefix?: string;
+  /** The segment after the region, so two limiters keep separate counters (default `rl`; campaigns: `crl`). */
+  readonly storeName?: string;
   /** Window length. Production always uses 60 s; tests shorten it to watch a window end. */
   readonly windowSeconds?: number;
   /** How long a failed Redis is left alone before one request tries it again. */
@@ -84,7 +87,7 @@ export const BREAKER_MS = 5_000;
 /** Builds the limiter; the Redis client is loaded only when `redisUrl` is set. */
 export async function createSendRateLimiter(options: SendRateLimiterOptions): Promise<SendRateLimiter> {
   const windowSeconds = options.windowSeconds ?? WINDOW_SECONDS;
-  const prefix = `${options.redisPrefix ?? 'parley'}:${options.region}:rl`;
+  const prefix = `${options.redisPrefix ?? 'parley'}:${options.region}:${options.storeName ?? 'rl'}`;
   const Redis = options.redisUrl ? (await import('ioredis')).Redis : undefined;
   const redis =
     options.redisUrl && Redis
@@ -238,14 +241,7 @@ export async function createSendRateLimiter(options: SendRateLimiterOptions): Pr
       return decide(true, binding ? o : k);
     },
     async close() {
-      if (!redis) return;
-      redis.removeAllListeners('error');
-      redis.on('error', () => {});
-      try {
-        await redis.quit();
-      } catch {
-        redis.disconnect();
-      }
+      await closeRedisQuietly(redis);
     },
   };
 }

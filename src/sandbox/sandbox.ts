@@ -57,6 +57,13 @@ export interface SandboxOptions {
   readonly templates?: readonly SandboxTemplate[];
   /** Pause before each status webhook; 0 sends them on the next turn of the event loop. */
   readonly statusDelayMs?: number;
+  /** false: no status webhooks at all (PARLEY_SANDBOX_STATUSES=false, for send benchmarks). */
+  readonly statuses?: boolean;
+  /**
+   * Sends per second per number accepted before answering 130429 (the provider's throughput
+   * limit, 80 by default there); unset: no limit.
+   */
+  readonly mps?: number;
   readonly webhookUrl?: string;
   readonly port?: number;
   readonly host?: string;
@@ -131,7 +138,12 @@ export const MAGIC_NUMBERS = {
   notOnApp: '+15005550001',
   throttled: '+15005550002',
   serverError: '+15005550003',
+  /** 131056 (pair rate limit) when the previous send to it came less than PAIR_RATE_MS ago. */
+  pairRate: '+15005550004',
 } as const;
+
+/** The sandbox's pair rate: one message per this many ms to the pair-rate magic number. */
+export const PAIR_RATE_MS = 2_000;
 
 const WINDOW_MS = 24 * 60 * 60 * 1000;
 const MAX_BODY = 1024 * 1024;
@@ -181,6 +193,18 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const inFlight = new Set<Promise<void>>();
   const received: SandboxRequest[] = [];
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
+  /** Start times of the last second's accepted sends, per number (for `mps`). */
+  const recentSends = new Map<string, number[]>();
+  let lastPairSend = Number.NEGATIVE_INFINITY;
+  const overThroughput = (phoneNumberId: string): boolean => {
+    if (options.mps === undefined) return false;
+    const now = Date.now();
+    const times = (recentSends.get(phoneNumberId) ?? []).filter((t) => t > now - 1000);
+    recentSends.set(phoneNumberId, times);
+    if (times.length >= options.mps) return true;
+    times.push(now);
+    return false;
+  };
   const nowSeconds = () => String(Math.floor(clock.now() / 1000));
 
   async function postWebhook(payload: Json): Promise<number> {
@@ -243,7 +267,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   }
 
   function scheduleStatuses(phoneNumberId: string, wamid: string, to: string, callbackData: string | undefined) {
-    if (!webhookUrl) return;
+    if (!webhookUrl || options.statuses === false) return;
     track(
       (async () => {
         for (const status of ['sent', 'delivered', 'read'] as const) {
@@ -291,6 +315,26 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       };
     }
     if (to === MAGIC_NUMBERS.serverError) return { status: 500, code: 1, message: 'An unknown error occurred' };
+    if (to === MAGIC_NUMBERS.pairRate) {
+      const now = Date.now();
+      if (now - lastPairSend < PAIR_RATE_MS) {
+        return {
+          status: 400,
+          code: 131056,
+          message: '(Business Account, Consumer Account) pair rate limit hit',
+          details: 'Too many messages sent from this phone number to the same phone number in a short period of time.',
+        };
+      }
+      lastPairSend = now;
+    }
+    if (overThroughput(phoneNumberId)) {
+      return {
+        status: 400,
+        code: 130429,
+        message: 'Rate limit hit',
+        details: 'Cloud API message throughput has been reached.',
+      };
+    }
     if (body.type === 'text') {
       const text = isObject(body.text) ? body.text.body : undefined;
       // The provider counts characters (code points), and refuses a body of blanks.

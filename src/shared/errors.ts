@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'METHOD_NOT_ALLOWED'
   | 'DUPLICATE_ENDUSER'
   | 'IDEMPOTENCY_IN_FLIGHT'
+  | 'CONFLICT'
   | 'IDEMPOTENCY_MISMATCH'
   | 'PAYLOAD_TOO_LARGE'
   | 'RATE_LIMITED'
@@ -48,6 +49,7 @@ export function statusOf(code: ErrorCode): number {
       return 405;
     case 'DUPLICATE_ENDUSER':
     case 'IDEMPOTENCY_IN_FLIGHT':
+    case 'CONFLICT':
       return 409;
     case 'REQUEST_TIMEOUT':
       return 408;

@@ -38,7 +38,9 @@ export type IdKind =
   | 'cnv'
   | 'trg'
   | 'ep'
-  | 'dlv';
+  | 'dlv'
+  | 'usr'
+  | 'aud';
 
 /** Unguessable identifiers: a kind prefix and 22 base62 characters (about 131 random bits). */
 export function newId(kind: IdKind): string {

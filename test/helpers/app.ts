@@ -48,6 +48,8 @@ export interface TestAppOptions {
   ownDataDir?: boolean;
   /** false: this app works no background jobs (other processes on the same database do). */
   workJobs?: boolean;
+  /** The rate limit window in seconds (production: 60), for tests that wait a window out. */
+  rateLimitWindowSeconds?: number;
 }
 
 /** A real app on a real database: a fresh SQLite file, or a fresh PostgreSQL schema. */
@@ -71,6 +73,7 @@ export async function createTestApp(dialect: TestDialect, options: TestAppOption
     logger: createLogger(config),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.workJobs === false ? { workJobs: false } : {}),
+    ...(options.rateLimitWindowSeconds ? { rateLimitWindowSeconds: options.rateLimitWindowSeconds } : {}),
   });
   const app = await buildApp(ctx, { logRequests: false });
   await app.ready();

@@ -5,6 +5,7 @@ import { createKey } from '../../src/keys/key.service.js';
 import type { Permission, Scope } from '../../src/keys/permissions.js';
 import { createOrganization, type Plan } from '../../src/orgs/org.service.js';
 import { randomBase62 } from '../../src/shared/ids.js';
+import { createTrigger } from '../../src/triggers/trigger.service.js';
 
 const unique = (label: string) => `${label} ${randomBase62(6)}`;
 
@@ -57,4 +58,15 @@ export async function makeTenant(ctx: AppContext) {
     permissions: ['channels', 'triggers'],
   });
   return { org, agent, orgKey, agentKey };
+}
+
+/** A trigger `id` of the agent whose opening template is the sandbox's `hello_world` (or `template`). */
+export async function makeTrigger(
+  ctx: AppContext,
+  orgId: string,
+  agentId: string,
+  id: string,
+  template = 'hello_world',
+) {
+  return createTrigger(ctx.db, ctx.clock, { orgId, agentId, name: `Trigger ${id}`, template, language: 'en_US', id });
 }

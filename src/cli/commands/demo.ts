@@ -4,6 +4,7 @@ import { createCampaign } from '../../campaigns/campaign.service.js';
 import { createKey } from '../../keys/key.service.js';
 import { createOrganization } from '../../orgs/org.service.js';
 import { readAddress } from '../../shared/address-file.js';
+import { createTrigger } from '../../triggers/trigger.service.js';
 import { type AdminContext, type DbFlags, withAdmin } from '../admin.js';
 import { print, printJson } from '../output.js';
 import { action, dbOptions } from '../run.js';
@@ -19,6 +20,9 @@ export interface DemoData {
   keys: { organization: string; agent: string; campaign: string };
   /** Where the curl lines point: the running server of the region, else its configured address. */
   baseUrl: string;
+  /** Calls to try (the steps add theirs after the demo's own). */
+  curl: string[];
+  /** Sentences for people (not in --json). */
   notes: string[];
 }
 
@@ -63,12 +67,19 @@ export function registerDemoCommand(program: Command): void {
           keys: { organization: orgKey.key, agent: agentKey.key, campaign: campaignKey.key },
           // The running server's address when one runs on this data folder (its real port), else the configured one.
           baseUrl: readAddress(admin.config.dataDir, 'server', region.region) ?? region.baseUrl,
+          curl: [],
           notes: [],
         };
-        for (const step of demoSteps) await step(admin, demo);
-
+        const trigger = await createTrigger(db, clock, {
+          orgId: org.id,
+          agentId: support.id,
+          name: 'Welcome',
+          template: 'hello_world',
+          language: 'en_US',
+          id: 'welcome',
+        });
         const base = demo.baseUrl;
-        const curl = [
+        demo.curl.push(
           `curl -s ${base}/api/health`,
           `curl -s -H "Authorization: Bearer ${orgKey.key}" ${base}/api/endusers`,
           `curl -s -X POST -H "Authorization: Bearer ${orgKey.key}" -H "Content-Type: application/json" ` +
@@ -76,9 +87,17 @@ export function registerDemoCommand(program: Command): void {
           `curl -s -X POST -H "Authorization: Bearer ${agentKey.key}" -H "Content-Type: application/json" ` +
             `-d '{"channel":"msgapp","to":"+14155550100","type":"template","template":{"name":"hello_world","language":"en_US"}}' ` +
             `${base}/api/channels/send`,
-        ];
+          `curl -s -X POST -H "Authorization: Bearer ${orgKey.key}" -H "Content-Type: application/json" ` +
+            `-d '{"to":"+14155550111","context":{"source":"demo"}}' ${base}/api/triggers/${support.id}/${trigger.id}`,
+          `curl -s -H "Authorization: Bearer ${agentKey.key}" ${base}/api/conversations`,
+        );
+        for (const step of demoSteps) await step(admin, demo);
+        const curl = demo.curl;
+        const running = await serverAnswers(base, region.region);
         if (flags.json) {
-          printJson({ ...demo, region: region.region, curl });
+          // Machine-only: the notes are for people.
+          const { notes: _notes, ...data } = demo;
+          printJson({ ...data, region: region.region, serverRunning: running, curl });
           return;
         }
         print(`Demo organization ${org.id} (paid plan, region ${region.region})`);
@@ -89,9 +108,27 @@ export function registerDemoCommand(program: Command): void {
         print(`  agent Support (Channels, Triggers):           ${agentKey.key}`);
         print(`  campaign (Campaigns):                         ${campaignKey.key}`);
         for (const note of demo.notes) print(note);
-        print(`\nTry, with the server running (${base}):`);
+        if (running) print(`\nA server of region ${region.region} answers at ${base}. Try:`);
+        else {
+          print(
+            `\nNo Parley server of region ${region.region} answers at ${base}: start one with ` +
+              `\`npx parley serve --region ${region.region}\` (same data folder), then try:`,
+          );
+        }
         for (const line of curl) print(`  ${line}`);
       });
     }),
   );
+}
+
+/** Whether a Parley server of `region` answers at `base` (its health check, within 2 seconds). */
+async function serverAnswers(base: string, region: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${base}/api/health`, { signal: AbortSignal.timeout(2000) });
+    if (!res.ok) return false;
+    const body = (await res.json()) as { status?: unknown; region?: unknown };
+    return body.status === 'ok' && body.region === region;
+  } catch {
+    return false;
+  }
 }

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { CLI_ACTOR } from '../../audit/audit.service.js';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -31,6 +32,7 @@ export function registerEndpointCommands(program: Command): void {
           const created = await createEndpoint(database.db, clock, {
             orgId: flags.org ?? '',
             url: flags.url,
+            actor: CLI_ACTOR,
             ...(flags.agent !== undefined ? { agentId: flags.agent } : {}),
             ...(flags.events !== undefined ? { events: flags.events } : {}),
           });
@@ -82,9 +84,12 @@ export function registerEndpointCommands(program: Command): void {
     .option('--org <id>', 'organization ID (checked when given)')
     .action(
       action(async (flags: Flags) => {
-        await withAdmin(flags, async ({ database }) => {
+        await withAdmin(flags, async ({ database, clock }) => {
           const id = flags.id ?? '';
-          await deleteEndpoint(database.db, flags.org ?? (await orgOf(database.db, { endpointId: id })), id);
+          await deleteEndpoint(database.db, flags.org ?? (await orgOf(database.db, { endpointId: id })), id, {
+            actor: CLI_ACTOR,
+            clock,
+          });
           if (flags.json) printJson({ id, deleted: true });
           else print(`deleted endpoint ${id}`);
         });

@@ -90,9 +90,11 @@ const demoNumbers: DemoStep = async (admin, demo) => {
   }
   const base = demo.baseUrl;
   demo.notes.push(
-    '\nSimulate a user writing in (opens the 24-hour window for free text):',
+    '\nSimulate a user writing in (opens the 24-hour window for free text), then answer with the last curl line:',
     `  npx parley sandbox inbound --agent ${demo.agents[0]?.id ?? 'AGENT'} --from +14155550100 --text "Hi"`,
-    `  curl -s -X POST -H "Authorization: Bearer ${demo.keys.agent}" -H "Content-Type: application/json" ` +
+  );
+  demo.curl.push(
+    `curl -s -X POST -H "Authorization: Bearer ${demo.keys.agent}" -H "Content-Type: application/json" ` +
       `-d '{"channel":"msgapp","to":"+14155550100","type":"message","message":{"text":"Hello!"}}' ${base}/api/channels/send`,
   );
 };

@@ -1,10 +1,15 @@
 import type { Command } from 'commander';
 import { createAgent, listAgents } from '../../agents/agent.service.js';
-import { createCampaign } from '../../campaigns/campaign.service.js';
+import { CLI_ACTOR } from '../../audit/audit.service.js';
 import { migrateToLatest } from '../../db/database.js';
 import { createKey, listKeys, revokeKey } from '../../keys/key.service.js';
 import { PERMISSION_LABELS, SCOPE_LABELS } from '../../keys/permissions.js';
-import { createOrganization, setOrganizationCountry, setOrganizationPlan } from '../../orgs/org.service.js';
+import {
+  createOrganization,
+  listOrganizations,
+  setOrganizationCountry,
+  setOrganizationPlan,
+} from '../../orgs/org.service.js';
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, parseList } from '../run.js';
@@ -44,13 +49,39 @@ export function registerPlatformCommands(program: Command): void {
         });
       }),
     );
+  dbOptions(org.command('list').description("list the region's organizations")).action(
+    action(async (flags: DbFlags) => {
+      await withAdmin(flags, async ({ database }) => {
+        const orgs = await listOrganizations(database.db);
+        if (flags.json) {
+          printJson(
+            orgs.map((o) => ({
+              id: o.id,
+              name: o.name,
+              plan: o.plan,
+              defaultCountry: o.defaultCountry,
+              createdAt: o.createdAt,
+            })),
+          );
+        } else if (orgs.length === 0) print('no organizations');
+        else {
+          print(
+            formatTable(
+              ['ID', 'NAME', 'PLAN', 'COUNTRY', 'CREATED'],
+              orgs.map((o) => [o.id, o.name, o.plan, o.defaultCountry ?? '-', formatDate(o.createdAt)]),
+            ),
+          );
+        }
+      });
+    }),
+  );
   dbOptions(org.command('plan').description("change an organization's plan"))
     .requiredOption('--org <id>', 'organization ID')
     .requiredOption('--plan <plan>', 'free or paid')
     .action(
       action(async (flags: DbFlags & { org: string; plan: string }) => {
-        await withAdmin(flags, async ({ database }) => {
-          const updated = await setOrganizationPlan(database.db, flags.org, flags.plan);
+        await withAdmin(flags, async ({ database, clock }) => {
+          const updated = await setOrganizationPlan(database.db, flags.org, flags.plan, { actor: CLI_ACTOR, clock });
           if (flags.json) printJson({ id: updated.id, plan: updated.plan });
           else print(`organization ${updated.id} is now on the ${updated.plan} plan`);
         });
@@ -109,19 +140,7 @@ export function registerPlatformCommands(program: Command): void {
       }),
     );
 
-  const campaign = program.command('campaign').description('webhook campaigns');
-  dbOptions(campaign.command('create').description('create a campaign (its keys use --scope campaign)'))
-    .requiredOption('--org <id>', 'organization ID')
-    .requiredOption('--name <name>', 'display name')
-    .action(
-      action(async (flags: DbFlags & { org: string; name: string }) => {
-        await withAdmin(flags, async ({ database, clock }) => {
-          const created = await createCampaign(database.db, clock, { orgId: flags.org, name: flags.name });
-          if (flags.json) printJson({ id: created.id, name: created.name });
-          else print(`created campaign ${created.id} (${created.name})`);
-        });
-      }),
-    );
+  // Campaigns: src/cli/commands/campaigns.ts.
 
   const key = program.command('key').description('API keys');
   dbOptions(key.command('create').description('create an API key; the key is shown this once'))
@@ -148,6 +167,7 @@ export function registerPlatformCommands(program: Command): void {
               orgId: flags.org,
               label: flags.label,
               scope: flags.scope.toLowerCase(),
+              actor: CLI_ACTOR,
               ...(flags.agent ? { agentId: flags.agent } : {}),
               ...(flags.campaign ? { campaignId: flags.campaign } : {}),
               // "End-users", "end_users" and "endusers" all name the same permission.
@@ -214,7 +234,7 @@ export function registerPlatformCommands(program: Command): void {
     .action(
       action(async (flags: DbFlags & { org: string; id: string }) => {
         await withAdmin(flags, async ({ database, clock }) => {
-          const revoked = await revokeKey(database.db, clock, flags.org, flags.id);
+          const revoked = await revokeKey(database.db, clock, flags.org, flags.id, CLI_ACTOR);
           if (flags.json) printJson({ id: revoked.id, revokedAt: revoked.revokedAt });
           else print(`revoked key ${revoked.id} (${revoked.label}); it fails with 401 from now on`);
         });

@@ -37,6 +37,8 @@ export function registerSandboxCommands(program: Command): void {
           appSecret: webhookAppSecretOf(config.messaging.webhookAppSecret, config.dataDir),
           templates: config.messaging.sandboxTemplates,
           statusDelayMs: config.messaging.sandboxStatusDelayMs,
+          statuses: config.messaging.sandboxStatuses,
+          ...(config.messaging.sandboxMps !== undefined ? { mps: config.messaging.sandboxMps } : {}),
           stateFile: join(config.dataDir, SANDBOX_STATE_FILE),
           webhookUrl: flags.webhookUrl,
           port,

@@ -8,6 +8,10 @@ import { webhookDeadLetters } from './0006-webhook-dead-letters.js';
 import { endUserSearch } from './0007-end-user-search.js';
 import { jobs } from './0008-jobs.js';
 import { conversations } from './0009-conversations.js';
+import { conversationMessages } from './0010-conversation-messages.js';
+import { dashboard } from './0011-dashboard.js';
+import { campaigns } from './0012-campaigns.js';
+import { keyEpoch } from './0013-key-epoch.js';
 
 /**
  * Every migration, in order. Names sort lexically; add new ones at the end with the next number.
@@ -23,6 +27,10 @@ export const migrations: Record<string, Migration> = {
   '0007-end-user-search': endUserSearch,
   '0008-jobs': jobs,
   '0009-conversations': conversations,
+  '0010-conversation-messages': conversationMessages,
+  '0011-dashboard': dashboard,
+  '0012-campaigns': campaigns,
+  '0013-key-epoch': keyEpoch,
 };
 
 export const migrationProvider: MigrationProvider = {
