@@ -1,16 +1,27 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+/** Random bytes drawn from a pool refilled 4 KiB at a time: one call into the CSPRNG per ~90 IDs. */
+const pool = Buffer.allocUnsafe(4096);
+let offset = pool.length;
+
+function randomByte(): number {
+  if (offset === pool.length) {
+    randomFillSync(pool);
+    offset = 0;
+  }
+  const byte = pool[offset] as number;
+  pool[offset++] = 0; // what made a key or an ID does not linger in the pool
+  return byte;
+}
 
 /** Uniform random base62 string (rejection sampling, so no modulo bias). */
 export function randomBase62(length: number): string {
   let out = '';
   while (out.length < length) {
-    const bytes = randomBytes(length * 2);
-    for (const byte of bytes) {
-      if (byte < 248) out += ALPHABET[byte % 62];
-      if (out.length === length) break;
-    }
+    const byte = randomByte();
+    if (byte < 248) out += ALPHABET[byte % 62];
   }
   return out;
 }
