@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openWindow } from '../src/messaging/message.repository.js';
 import { addNumber, assignNumber } from '../src/numbers/number.service.js';
 import { DIALECTS, type TestApp } from './helpers/app.js';
+import { runCli } from './helpers/cli.js';
 import { expectMatchesContract } from './helpers/contract.js';
 import { makeAgent, makeKey, makeTenant } from './helpers/factories.js';
 import {
@@ -10,6 +11,7 @@ import {
   createQuietTestApp,
   failWrites,
   type MessagingTestApp,
+  makeNumber,
   makeSendingTenant,
   postWebhook,
   randomPhone,
@@ -124,6 +126,41 @@ describe.each(DIALECTS)('POST /api/channels/send (%s)', (dialect) => {
       400,
       `Agent '${bare.id}' has no messaging number assigned, so it cannot send messages.`,
     );
+  });
+
+  it('a number assigned by `parley number assign` in another process is what the very next send goes out from', async () => {
+    const agent = await makeAgent(t.ctx, tenant.org.id);
+    const numberOf = async (messageId: string) =>
+      (
+        await t.ctx.db
+          .selectFrom('messages')
+          .select('number_id')
+          .where('provider_message_id', '=', messageId)
+          .executeTakeFirstOrThrow()
+      ).number_id;
+    const sendAs = async () => send(templateSend(agent.id), tenant.orgKey.auth);
+    // No number yet: refused (and this answer is what the server now keeps in memory).
+    expect((await sendAs()).statusCode).toBe(400);
+    expect((await sendAs()).statusCode).toBe(400);
+    const cli = async (...args: string[]) => {
+      const r = await runCli([...args, '--json'], t.env);
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as { id?: string; number?: { id: string } };
+    };
+    const phone = randomPhone();
+    const first = await cli('number', 'add', '--org', tenant.org.id, '--phone', phone);
+    const assigned = await cli('number', 'assign', '--org', tenant.org.id, '--agent', agent.id, '--phone', phone);
+    expect(assigned.number?.id).toBe(first.id);
+    const one = await sendAs();
+    expect(one.statusCode).toBe(200);
+    expect(await numberOf(one.json().messageId)).toBe(first.id);
+    expect(await numberOf((await sendAs()).json().messageId)).toBe(first.id);
+
+    const second = await makeNumber(t.ctx, tenant.org.id);
+    await cli('number', 'assign', '--org', tenant.org.id, '--agent', agent.id, '--phone', second.phone);
+    const two = await sendAs();
+    expect(two.statusCode).toBe(200);
+    expect(await numberOf(two.json().messageId)).toBe(second.id);
   });
 
   it('rule 2: a channel other than msgapp is 400', async () => {

@@ -7,6 +7,11 @@ import type { DB } from '../db/schema.js';
 /** How many keys a server keeps in memory; past that the cache starts over (keys are few). */
 const MAX_KEYS = 10_000;
 
+/** Marks the names of values kept `beside` the keys (key hashes are hex, so never start with it). */
+const BESIDE = '\u0000';
+/** How old (ms) the PostgreSQL epoch last read may be for a value kept `beside` the keys. */
+const BESIDE_EPOCH_MS = 1000;
+
 const epochQuery = precompiled((db) => db.selectFrom('key_epoch').select('epoch').where('id', '=', 1));
 
 /** What the cache holds: whatever the caller derived from the key's row (never the key itself). */
@@ -43,6 +48,8 @@ export class KeyCache<T> {
   private entries = new Map<string, Entry<T>>();
   /** The newest epoch observed. */
   private epoch = -1;
+  /** When the epoch was last read from PostgreSQL (performance.now()). */
+  private pgEpochReadAt = Number.NEGATIVE_INFINITY;
   private readonly sqlite: SqliteEpoch | undefined;
 
   constructor(
@@ -58,19 +65,38 @@ export class KeyCache<T> {
    */
   async get(hash: string, read: () => Promise<T | undefined>): Promise<T | undefined> {
     const epoch = this.sqlite ? this.sqlite.current() : await this.pgEpoch();
+    return this.under(epoch, hash, read);
+  }
+
+  /**
+   * A value derived from rows whose changes also bump the key epoch (an agent's sending number,
+   * migration 0014-sender-epoch), kept beside the keys and dropped with them. On SQLite the epoch
+   * is checked as for a key; on PostgreSQL the epoch the last request's key check read is used
+   * when it is under a second old (under load, a moment ago), else the epoch is read first. So a
+   * send on the API uses what was current when its key was checked, and a background send (a
+   * campaign's) what was current a second ago at most.
+   */
+  async beside<V>(name: string, read: () => Promise<V | undefined>): Promise<V | undefined> {
+    const recent = this.epoch >= 0 && performance.now() - this.pgEpochReadAt < BESIDE_EPOCH_MS;
+    const epoch = this.sqlite ? this.sqlite.current() : recent ? this.epoch : await this.pgEpoch();
+    return this.under(epoch, `${BESIDE}${name}`, read as () => Promise<unknown>) as Promise<V | undefined>;
+  }
+
+  /** The entry under `key` if it was read under `epoch` (the current one), else `read()`, kept when found. */
+  private async under<V>(epoch: number | undefined, key: string, read: () => Promise<V | undefined>) {
     if (epoch === undefined) return read();
     if (epoch !== this.epoch) {
       if (epoch < this.epoch) return read(); // an answer older than one already seen: not trusted
       this.entries.clear();
       this.epoch = epoch;
     }
-    const hit = this.entries.get(hash);
-    if (hit && hit.epoch === epoch) return hit.value;
+    const hit = this.entries.get(key);
+    if (hit && hit.epoch === epoch) return hit.value as unknown as V;
     const value = await read();
     // Kept only if no newer epoch was seen meanwhile (a change may have landed after the read).
     if (value !== undefined && this.epoch === epoch) {
       if (this.entries.size >= MAX_KEYS) this.entries.clear();
-      this.entries.set(hash, { value, epoch });
+      this.entries.set(key, { value: value as unknown as T, epoch });
     }
     return value;
   }
@@ -96,6 +122,7 @@ export class KeyCache<T> {
   }
 
   private async pgEpoch(): Promise<number | undefined> {
+    this.pgEpochReadAt = performance.now();
     const row = (await epochQuery(this.db, [])).rows[0];
     return row ? Number(row.epoch) : undefined;
   }

@@ -1,6 +1,11 @@
+import { keyCacheOf } from '../auth/key-cache.js';
 import type { AppContext } from '../context.js';
 import { emitConversationStarted } from '../conversations/conversation.events.js';
-import { deleteUnstartedConversation, touchConversation } from '../conversations/conversation.repository.js';
+import {
+  deleteUnstartedConversation,
+  findRecipient,
+  touchConversation,
+} from '../conversations/conversation.repository.js';
 import { type ConversationDeps, openConversation } from '../conversations/conversation.service.js';
 import { raiseMessageStatuses } from '../conversations/status-events.js';
 import { precompiled, slot } from '../db/precompiled.js';
@@ -54,6 +59,29 @@ const agentWithNumber = precompiled((db) =>
     .where('agents.org_id', '=', slot<string>(0))
     .where('agents.id', '=', slot<string>(1)),
 );
+
+/** What an agent sends from: its number, with the access token opened; no number when unassigned. */
+interface Sender {
+  readonly numberId: string | null;
+  readonly phoneNumberId: string | null;
+  readonly accessToken: string;
+}
+
+/**
+ * The agent's sending number, kept in memory beside the keys: every change to an agent's number or
+ * to a number's identity or token bumps the key epoch (migration 0014-sender-epoch), which drops it.
+ */
+function senderOf(ctx: AppContext, orgId: string, agentId: string): Promise<Sender | undefined> {
+  return keyCacheOf(ctx.database).beside<Sender>(`sender\u0000${orgId}\u0000${agentId}`, async () => {
+    const row = (await agentWithNumber(ctx.db, [orgId, agentId])).rows[0];
+    if (!row) return undefined;
+    return {
+      numberId: row.number_id,
+      phoneNumberId: row.phone_number_id,
+      accessToken: row.access_token_enc ? openToken(ctx, row.access_token_enc) : 'sandbox',
+    };
+  });
+}
 
 /** Why the provider refused, as a sentence the caller can act on. */
 export function rejectionSentence(result: Extract<ProviderResult, { ok: false }>, send: ProviderSend): string {
@@ -163,15 +191,15 @@ export const conversationDeps = (ctx: AppContext): ConversationDeps => ({
  */
 export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput): Promise<SendFromAgentResult> {
   const { orgId, agentId, to, content } = input;
-  const row = (await agentWithNumber(ctx.db, [orgId, agentId])).rows[0];
-  if (!row) throw new AppError('NOT_FOUND', `No agent with ID '${clip(agentId, 64)}' in this organization.`);
-  if (!row.number_id || !row.phone_number_id) {
+  const sender = await senderOf(ctx, orgId, agentId);
+  if (!sender) throw new AppError('NOT_FOUND', `No agent with ID '${clip(agentId, 64)}' in this organization.`);
+  if (!sender.numberId || !sender.phoneNumberId) {
     throw new AppError(
       'INVALID_BODY',
       `Agent '${clip(agentId, 64)}' has no messaging number assigned, so it cannot send messages.`,
     );
   }
-  const numberId = row.number_id;
+  const { numberId, accessToken } = sender;
 
   const now = ctx.clock.now();
   if (content.kind === 'text' && !(await isWindowOpen(ctx.db, numberId, windowKey(to), now))) {
@@ -180,37 +208,43 @@ export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput):
       `${to} has not written to this agent's number in the last 24 hours, so free text cannot be sent; use type 'template' with an approved template.`,
     );
   }
-  const accessToken = row.access_token_enc ? openToken(ctx, row.access_token_enc) : 'sandbox';
 
   const wanted = input.conversation;
   const phone = endUserPhoneOf(to);
   if (!phone && wanted.required) {
     throw new AppError('INVALID_BODY', `'to' (${to}) is not a phone number an end user can have.`);
   }
-  const endUser = phone
-    ? await findOrCreateEndUserByPhone(ctx.db, ctx.clock, {
-        orgId,
-        phone,
-        origin: wanted.origin,
-        fields: wanted.endUser,
-      })
-    : undefined;
+  // Most sends go to someone already known, in an open conversation: one read finds both.
+  const known = phone ? await findRecipient(ctx.db, orgId, agentId, phone) : undefined;
+  const endUser = !phone
+    ? undefined
+    : known
+      ? { ...known.endUser, phone, created: false }
+      : await findOrCreateEndUserByPhone(ctx.db, ctx.clock, {
+          orgId,
+          phone,
+          origin: wanted.origin,
+          fields: wanted.endUser,
+        });
   const deps = conversationDeps(ctx);
-  const opened = endUser
-    ? await openConversation(deps, {
-        orgId,
-        agentId,
-        endUserId: endUser.id,
-        triggerId: wanted.triggerId ?? null,
-        campaignId: wanted.campaignId ?? null,
-        context: wanted.context ?? null,
-        at: now,
-      })
-    : undefined;
+  const live = known?.open && now - Number(known.open.last_message_at) <= deps.idleMs ? known.open : undefined;
+  const opened = live
+    ? { row: live, created: false }
+    : endUser
+      ? await openConversation(deps, {
+          orgId,
+          agentId,
+          endUserId: endUser.id,
+          triggerId: wanted.triggerId ?? null,
+          campaignId: wanted.campaignId ?? null,
+          context: wanted.context ?? null,
+          at: now,
+        })
+      : undefined;
   const conversationId = opened?.row.id ?? null;
 
   const send: ProviderSend = {
-    phoneNumberId: row.phone_number_id,
+    phoneNumberId: sender.phoneNumberId,
     accessToken,
     to,
     content,
@@ -284,9 +318,13 @@ export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput):
   }
   const events = { db: ctx.db, jobs: ctx.jobs, clock: ctx.clock };
   await record('the acceptance', async () => {
-    await markAccepted(ctx.db, send.callbackData, result.messageId, at);
+    // Issued together: on SQLite they share one commit. Pending statuses are read only after the
+    // acceptance is committed (a status webhook stores one, then looks for the message again).
+    await Promise.all([
+      markAccepted(ctx.db, send.callbackData, result.messageId, at),
+      opened ? touchConversation(ctx.db, opened.row.id, now, at) : undefined,
+    ]);
     const early = await applyPendingStatuses(ctx.db, send.callbackData, result.messageId, send.phoneNumberId);
-    if (opened) await touchConversation(ctx.db, opened.row.id, now, at);
     if (opened?.created && endUser) {
       await emitConversationStarted(events, opened.row, {
         endUser: { id: endUser.id, name: endUser.name, phone: endUser.phone, email: endUser.email },

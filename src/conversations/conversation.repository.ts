@@ -25,6 +25,63 @@ export async function findOpenConversation(
   return (await openOfPair(db, [orgId, agentId, endUserId])).rows[0];
 }
 
+const CONVERSATION_COLUMNS = [
+  'id',
+  'org_id',
+  'agent_id',
+  'end_user_id',
+  'trigger_id',
+  'campaign_id',
+  'status',
+  'context',
+  'started_at',
+  'last_message_at',
+  'closed_at',
+  'updated_at',
+] as const satisfies readonly (keyof ConversationTable)[];
+
+/** The end user with a phone and their open conversation with an agent, in one statement. */
+const recipientQuery = precompiled((db) =>
+  db
+    .selectFrom('end_users as u')
+    .leftJoin('conversations as c', (join) =>
+      join
+        .onRef('c.org_id', '=', 'u.org_id')
+        .onRef('c.end_user_id', '=', 'u.id')
+        .on('c.agent_id', '=', slot<string>(1))
+        .on('c.status', '=', 'open'),
+    )
+    .select(['u.id as u_id', 'u.name as u_name', 'u.email as u_email'])
+    .select(CONVERSATION_COLUMNS.map((c) => `c.${c}` as const))
+    .where('u.org_id', '=', slot<string>(0))
+    .where('u.phone', '=', slot<string>(2)),
+);
+
+export interface KnownRecipient {
+  readonly endUser: { id: string; name: string | null; email: string | null };
+  /** Their open conversation with the agent, if any. */
+  readonly open: ConversationTable | undefined;
+}
+
+/**
+ * The send path's read of its recipient: the organization's end user with this phone and their
+ * open conversation with the agent, or undefined when there is no such end user.
+ */
+export async function findRecipient(
+  db: Kysely<DB>,
+  orgId: string,
+  agentId: string,
+  phone: string,
+): Promise<KnownRecipient | undefined> {
+  const row = (await recipientQuery(db, [orgId, agentId, phone])).rows[0];
+  if (!row) return undefined;
+  const { u_id, u_name, u_email, ...conversation } = row;
+  return {
+    endUser: { id: u_id, name: u_name, email: u_email },
+    open: conversation.id === null ? undefined : (conversation as ConversationTable),
+  };
+}
+
 const byId = precompiled((db) =>
   db.selectFrom('conversations').selectAll().where('org_id', '=', slot<string>(0)).where('id', '=', slot<string>(1)),
 );

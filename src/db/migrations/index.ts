@@ -12,6 +12,7 @@ import { conversationMessages } from './0010-conversation-messages.js';
 import { dashboard } from './0011-dashboard.js';
 import { campaigns } from './0012-campaigns.js';
 import { keyEpoch } from './0013-key-epoch.js';
+import { senderEpoch } from './0014-sender-epoch.js';
 
 /**
  * Every migration, in order. Names sort lexically; add new ones at the end with the next number.
@@ -31,6 +32,7 @@ export const migrations: Record<string, Migration> = {
   '0011-dashboard': dashboard,
   '0012-campaigns': campaigns,
   '0013-key-epoch': keyEpoch,
+  '0014-sender-epoch': senderEpoch,
 };
 
 export const migrationProvider: MigrationProvider = {
