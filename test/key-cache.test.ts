@@ -7,6 +7,7 @@ import { setOrganizationPlan } from '../src/orgs/org.service.js';
 import { createTestApp, DIALECTS, PG_URL, type TestApp } from './helpers/app.js';
 import { runCli } from './helpers/cli.js';
 import { makeKey, makeOrg } from './helpers/factories.js';
+import { makeSendingTenant, templateSend } from './helpers/messaging.js';
 import { until } from './helpers/wait.js';
 
 /** Creates an end user through the API; its ID. */
@@ -316,6 +317,50 @@ describe.skipIf(!PG_URL)('key cache: two nodes on one PostgreSQL schema', () => 
       expect(res.json()).toEqual({ error: 'This API key has been revoked.', code: 'UNAUTHORIZED' });
       expect((await byId(t, 'eu_unknown')).statusCode).toBe(401);
       expect((await byId(t, 'not a valid id!')).statusCode).toBe(401);
+    }
+  });
+
+  it('GET /api/messages/:id and /api/conversations/:id read the epoch too: a revocation on one node is refused on the other', async () => {
+    const tenant = await makeSendingTenant(a.ctx);
+    const k = tenant.orgKey;
+    const sent = await a.app.inject({
+      method: 'POST',
+      url: '/api/channels/send',
+      headers: k.auth,
+      payload: templateSend(tenant.agent.id),
+    });
+    expect(sent.statusCode).toBe(200);
+    const { messageId, conversationId } = sent.json() as { messageId: string; conversationId: string };
+    const urls = [
+      `/api/messages/${messageId}`,
+      `/api/conversations/${conversationId}`,
+      '/api/messages/wamid.unknown',
+      '/api/conversations/cnv_unknown',
+    ];
+    const get = (t: TestApp, url: string) => t.app.inject({ method: 'GET', url, headers: k.auth });
+    for (const t of [a, b]) {
+      for (let i = 0; i < 3; i++) {
+        expect((await get(t, urls[0] ?? '')).json().message.messageId).toBe(messageId);
+        expect((await get(t, urls[1] ?? '')).json().id).toBe(conversationId);
+        expect((await get(t, urls[2] ?? '')).statusCode).toBe(404);
+        expect((await get(t, urls[3] ?? '')).statusCode).toBe(404);
+      }
+    }
+    // An agent key of another agent: the conversation is absent for it, the message refused.
+    expect((await a.app.inject({ method: 'GET', url: urls[1] ?? '', headers: tenant.otherKey.auth })).statusCode).toBe(
+      404,
+    );
+    expect((await b.app.inject({ method: 'GET', url: urls[0] ?? '', headers: tenant.otherKey.auth })).statusCode).toBe(
+      403,
+    );
+
+    await revokeKey(b.ctx.db, b.ctx.clock, tenant.org.id, k.id);
+    for (const t of [a, b]) {
+      for (const url of urls) {
+        const res = await get(t, url);
+        expect(res.statusCode, `${t === a ? 'a' : 'b'} ${url}`).toBe(401);
+        expect(res.json()).toEqual({ success: false, error: 'This API key has been revoked.' });
+      }
     }
   });
 });

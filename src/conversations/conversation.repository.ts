@@ -94,6 +94,30 @@ export async function findConversation(
   return (await byId(db, [orgId, id])).rows[0];
 }
 
+/** The key epoch and the conversation (if any) in one statement: always one row, the epoch's. */
+const byIdWithKeyEpoch = precompiled((db) =>
+  db
+    .selectFrom('key_epoch')
+    .leftJoin('conversations', (join) =>
+      join.on('conversations.org_id', '=', slot<string>(0)).on('conversations.id', '=', slot<string>(1)),
+    )
+    .selectAll('conversations')
+    .select('key_epoch.epoch as key_epoch')
+    .where('key_epoch.id', '=', 1),
+);
+
+/** For a GET whose cached key awaits it (see confirmKeyEpoch): the conversation and the key epoch. */
+export async function findConversationWithKeyEpoch(
+  db: Kysely<DB>,
+  orgId: string,
+  id: string,
+): Promise<{ row: ConversationTable | undefined; epoch: number }> {
+  const found = (await byIdWithKeyEpoch(db, [orgId, id])).rows[0];
+  if (!found) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
+  const { key_epoch, ...row } = found;
+  return { row: row.id === null ? undefined : (row as ConversationTable), epoch: Number(key_epoch) };
+}
+
 export async function insertConversation(db: Kysely<DB>, row: ConversationTable): Promise<void> {
   await db.insertInto('conversations').values(row).execute();
 }

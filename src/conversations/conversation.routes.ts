@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { conversationDeps } from '../channels/send-from-agent.js';
 import type { AppContext } from '../context.js';
-import { BEARER, principalOf, requireKey } from '../http/auth.js';
+import { BEARER, confirmKeyEpoch, keyEpochPending, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
 import {
   ConversationIdParams,
@@ -31,6 +31,7 @@ const DESCRIBE_SCOPE = "Permission Channels or Triggers. An agent key sees only 
 /** Conversations: list, one, its thread, close. */
 export const conversationRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const auth = requireKey(ctx, ['channels', 'triggers']);
+  const getByIdAuth = requireKey(ctx, ['channels', 'triggers'], { epochInQuery: true });
   const deps = conversationDeps(ctx);
 
   app.get(
@@ -54,7 +55,7 @@ export const conversationRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> 
     '/api/conversations/:conversationId',
     {
       config: { family: 'channel' },
-      onRequest: auth,
+      onRequest: getByIdAuth,
       schema: {
         summary: 'A conversation',
         description: `${DESCRIBE_SCOPE} Another agent's conversation is 404, as if absent.`,
@@ -64,7 +65,13 @@ export const conversationRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> 
         response: { 200: ConversationSchema, ...errorResponses('channel', [400, 401, 403, 404]) },
       },
     },
-    async (request) => getConversation(ctx.db, readerOf(request), request.params.conversationId),
+    async (request) =>
+      getConversation(
+        ctx.db,
+        () => readerOf(request),
+        request.params.conversationId,
+        keyEpochPending(request) ? (epoch) => confirmKeyEpoch(ctx, request, epoch) : undefined,
+      ),
   );
 
   app.get(

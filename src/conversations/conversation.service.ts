@@ -14,6 +14,7 @@ import {
   closeConversationRow,
   closeIdleRows,
   findConversation,
+  findConversationWithKeyEpoch,
   findOpenConversation,
   insertConversation,
   listConversationRows,
@@ -175,8 +176,20 @@ export async function getConversationRow(db: Kysely<DB>, reader: Reader, id: str
   return row;
 }
 
-export async function getConversation(db: Kysely<DB>, reader: Reader, id: string): Promise<Conversation> {
-  return toConversation(await getConversationRow(db, reader, id));
+/** `confirmKeyEpoch`: given when the request's key still awaits the epoch this read returns. */
+export async function getConversation(
+  db: Kysely<DB>,
+  reader: () => Reader,
+  id: string,
+  confirmKeyEpoch?: (epoch: number) => Promise<void>,
+): Promise<Conversation> {
+  if (!confirmKeyEpoch) return toConversation(await getConversationRow(db, reader(), id));
+  const { row, epoch } = await findConversationWithKeyEpoch(db, reader().orgId, id);
+  // The key is confirmed before anything is answered, a 404 included (the reader may change with it).
+  await confirmKeyEpoch(epoch);
+  const { agentId } = reader();
+  if (!row || (agentId !== null && row.agent_id !== agentId)) throw notFound(id);
+  return toConversation(row);
 }
 
 /** Conversation IDs, and the IDs of a thread's messages (ours, or the provider's). */

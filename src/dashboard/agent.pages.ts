@@ -127,7 +127,7 @@ export function registerAgentPages(app: FastifyInstance, ctx: AppContext, kit: P
     const { id } = request.params as { id: string };
     const q = request.query as Record<string, string | undefined>;
     const reader = { orgId: session.org.id, agentId: null };
-    const found = await getConversation(db, reader, id);
+    const found = await getConversation(db, () => reader, id);
     const page = await listConversationMessages(db, reader, id, {
       limit: 100,
       ...(q.cursor ? { cursor: q.cursor } : {}),

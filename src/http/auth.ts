@@ -90,7 +90,9 @@ function isAdmitted(
   after: ((principal: Principal) => void) | undefined,
 ): boolean {
   try {
-    after?.(admit(record, permission));
+    // Not `after?.(admit(...))`: with no `after`, that would skip admit() altogether.
+    const principal = admit(record, permission);
+    after?.(principal);
     return true;
   } catch {
     return false;

@@ -1,5 +1,6 @@
-import type { Kysely } from 'kysely';
-import { sql } from 'kysely';
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import { jsonArrayFrom as pgJsonArrayFrom } from 'kysely/helpers/postgres';
+import { jsonArrayFrom as sqliteJsonArrayFrom } from 'kysely/helpers/sqlite';
 import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { MessageStatusTable, MessageTable } from './messaging.tables.js';
@@ -356,25 +357,57 @@ export async function openWindow(db: Kysely<DB>, numberId: string, userKey: stri
     .execute();
 }
 
+/**
+ * A message of an organization (by our ID or the provider's) with its statuses, and the key epoch,
+ * in one statement: always one row, the epoch's. Statuses come as a JSON array (text on SQLite).
+ */
+const messageQuery = (column: 'id' | 'provider_message_id') =>
+  precompiled((db) => {
+    const jsonArrayFrom = (
+      db.getExecutor().adapter instanceof PostgresAdapter ? pgJsonArrayFrom : sqliteJsonArrayFrom
+    ) as typeof pgJsonArrayFrom;
+    return db
+      .selectFrom('key_epoch')
+      .leftJoin('messages', (join) =>
+        (column === 'id'
+          ? join.on('messages.id', '=', slot<string>(0))
+          : join.on('messages.provider_message_id', '=', slot<string>(0))
+        ).on('messages.org_id', '=', slot<string>(1)),
+      )
+      .selectAll('messages')
+      .select('key_epoch.epoch as key_epoch')
+      .select((eb) =>
+        jsonArrayFrom(
+          eb
+            .selectFrom('message_statuses')
+            .select(['status', 'occurred_at', 'received_at', 'error_code', 'error_message'])
+            .whereRef('message_statuses.message_id', '=', 'messages.id')
+            .orderBy('occurred_at')
+            .orderBy('received_at'),
+        ).as('statuses'),
+      )
+      .where('key_epoch.id', '=', 1);
+  });
+const messageById = messageQuery('id');
+const messageByProviderMessageId = messageQuery('provider_message_id');
+
+export type StatusRow = Omit<MessageStatusTable, 'message_id'>;
+
+/**
+ * A message by our ID (`msg_...`) or the provider's, with its statuses, and the key epoch read in
+ * the same snapshot (a GET whose cached key awaits it; see confirmKeyEpoch).
+ */
 export async function findMessage(
   db: Kysely<DB>,
   orgId: string,
   idOrProviderId: string,
-): Promise<{ message: MessageTable; statuses: MessageStatusTable[] } | undefined> {
-  const column = idOrProviderId.startsWith('msg_') ? 'id' : 'provider_message_id';
-  const message = await db
-    .selectFrom('messages')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where(column, '=', idOrProviderId)
-    .executeTakeFirst();
-  if (!message) return undefined;
-  const statuses = await db
-    .selectFrom('message_statuses')
-    .selectAll()
-    .where('message_id', '=', message.id)
-    .orderBy('occurred_at')
-    .orderBy('received_at')
-    .execute();
-  return { message, statuses };
+): Promise<{ found: { message: MessageTable; statuses: StatusRow[] } | undefined; epoch: number }> {
+  const query = idOrProviderId.startsWith('msg_') ? messageById : messageByProviderMessageId;
+  const row = (await query(db, [idOrProviderId, orgId])).rows[0];
+  if (!row) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
+  const { key_epoch, statuses, ...message } = row;
+  const epoch = Number(key_epoch);
+  if (message.id === null) return { found: undefined, epoch };
+  const list = (typeof statuses === 'string' ? JSON.parse(statuses) : statuses) as StatusRow[];
+  return { found: { message: message as MessageTable, statuses: list }, epoch };
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../context.js';
-import { BEARER, principalOf, requireKey } from '../http/auth.js';
+import { BEARER, confirmKeyEpoch, keyEpochPending, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
 import { getMessage, MessageResponse } from './message.service.js';
 
@@ -10,7 +10,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
     '/api/messages/:messageId',
     {
       config: { family: 'channel' },
-      onRequest: [requireKey(ctx, 'channels')],
+      onRequest: [requireKey(ctx, 'channels', { epochInQuery: true })],
       schema: {
         summary: 'A sent message and its delivery status history',
         description:
@@ -21,6 +21,12 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
         response: { 200: MessageResponse, ...errorResponses('channel', [400, 401, 403, 404]) },
       },
     },
-    async (request) => getMessage(ctx, principalOf(request), request.params.messageId),
+    async (request) =>
+      getMessage(
+        ctx,
+        () => principalOf(request),
+        request.params.messageId,
+        keyEpochPending(request) ? (epoch) => confirmKeyEpoch(ctx, request, epoch) : undefined,
+      ),
   );
 };

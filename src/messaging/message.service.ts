@@ -2,8 +2,8 @@ import { type Static, Type } from '@sinclair/typebox';
 import { assertAgentAllowed, type Principal } from '../auth/auth.js';
 import type { AppContext } from '../context.js';
 import { AppError } from '../shared/errors.js';
-import { findMessage, type MessageStatus, STATUS_RANK } from './message.repository.js';
-import type { MessageStatusTable, MessageTable } from './messaging.tables.js';
+import { findMessage, type MessageStatus, STATUS_RANK, type StatusRow } from './message.repository.js';
+import type { MessageTable } from './messaging.tables.js';
 
 export const StatusEntry = Type.Object(
   {
@@ -46,7 +46,7 @@ export type MessageResponse = Static<typeof MessageResponse>;
 
 const errorOf = (code: number | null, message: string | null) => (message !== null ? { error: { code, message } } : {});
 
-function toResponse(message: MessageTable, statuses: MessageStatusTable[]): MessageResponse {
+function toResponse(message: MessageTable, statuses: readonly StatusRow[]): MessageResponse {
   const rank = (s: string) => STATUS_RANK[s as MessageStatus] ?? 0;
   const ordered = [...statuses].sort((a, b) => a.occurred_at - b.occurred_at || rank(a.status) - rank(b.status));
   return {
@@ -73,10 +73,20 @@ function toResponse(message: MessageTable, statuses: MessageStatusTable[]): Mess
   };
 }
 
-/** A message of the caller's organization; an agent key sees only its own agent's messages. */
-export async function getMessage(ctx: AppContext, principal: Principal, messageId: string): Promise<MessageResponse> {
-  const found = await findMessage(ctx.db, principal.orgId, messageId);
+/**
+ * A message of the caller's organization; an agent key sees only its own agent's messages.
+ * `confirmKeyEpoch`: given when the key still awaits the epoch this read returns.
+ */
+export async function getMessage(
+  ctx: AppContext,
+  principal: () => Principal,
+  messageId: string,
+  confirmKeyEpoch?: (epoch: number) => Promise<void>,
+): Promise<MessageResponse> {
+  const { found, epoch } = await findMessage(ctx.db, principal().orgId, messageId);
+  // The key is confirmed before anything is answered, a 404 included.
+  if (confirmKeyEpoch) await confirmKeyEpoch(epoch);
   if (!found) throw new AppError('NOT_FOUND', `No message with ID '${messageId}' in this organization.`);
-  assertAgentAllowed(principal, found.message.agent_id);
+  assertAgentAllowed(principal(), found.message.agent_id);
   return toResponse(found.message, found.statuses);
 }
