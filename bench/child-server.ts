@@ -143,9 +143,16 @@ export const NODE_FLAGS: string[] = (readFileSync(`${ROOT}/cli/parley.js`, 'utf8
   .split(/\s+/)
   .filter((flag) => flag.startsWith('--'));
 
-/** How to run the CLI: the build (`--dist`, as `npm start` runs it) or the sources through tsx. */
-export const entry = (dist: boolean): string[] =>
-  dist ? [...NODE_FLAGS, CLI] : [...NODE_FLAGS, '--import', 'tsx', 'src/cli/main.ts'];
+/**
+ * How to run the CLI: the build (`--dist`, as `npm start` runs it), the sources through tsx, or
+ * (a path) another build's `dist/cli/main.js`, an earlier commit's say, to compare with.
+ */
+export const entry = (dist: boolean | string): string[] =>
+  typeof dist === 'string'
+    ? [...NODE_FLAGS, dist]
+    : dist
+      ? [...NODE_FLAGS, CLI]
+      : [...NODE_FLAGS, '--import', 'tsx', 'src/cli/main.ts'];
 
 /** Environment of a benchmark's child: no database or Parley setting but those given; logs at warn. */
 export function benchEnv(env: Record<string, string>): NodeJS.ProcessEnv {
@@ -190,7 +197,7 @@ export async function startBaseline(): Promise<{ child: ChildProcess; url: strin
 }
 
 /** Runs `parley <argv> --json` to completion and parses what it prints. */
-export async function parleyJson<T>(dist: boolean, argv: string[], env: Record<string, string>): Promise<T> {
+export async function parleyJson<T>(dist: boolean | string, argv: string[], env: Record<string, string>): Promise<T> {
   const child = spawnNode([...entry(dist), ...argv, '--json'], env);
   let out = '';
   child.stdout?.on('data', (d: Buffer) => {
@@ -203,7 +210,7 @@ export async function parleyJson<T>(dist: boolean, argv: string[], env: Record<s
 
 /** A paid organization, an agent with a sandbox number, and an agent key holding Channels. */
 export async function seedSendingTenant(
-  dist: boolean,
+  dist: boolean | string,
   env: Record<string, string>,
 ): Promise<{ key: string; phoneNumberId: string }> {
   const org = await parleyJson<{ id: string }>(dist, ['org', 'create', '--name', 'Bench', '--plan', 'paid'], env);

@@ -5,6 +5,7 @@
  *   node --import tsx bench/send.ts                      # 10 s per run, 50 connections
  *   node --import tsx bench/send.ts --duration 3         # smoke run
  *   npm run build && node --import tsx bench/send.ts --dist
+ *   node --import tsx bench/send.ts --cli /tmp/parley-before/dist/cli/main.js   # an earlier build
  *
  * Every process is separate, as in production: Parley (`parley serve`), the sandbox standing in
  * for the provider (`parley sandbox`, answering at once) and the baseline. Sends are templates, so
@@ -40,12 +41,15 @@ const { values: args } = parseArgs({
     sequential: { type: 'string', default: '1000' },
     dist: { type: 'boolean', default: false },
     'no-statuses': { type: 'boolean', default: false },
+    cli: { type: 'string' },
   },
 });
 const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const SEQUENTIAL = Number(args.sequential);
-const ENTRY = entry(args.dist);
+/** `--cli path/to/dist/cli/main.js`: serve (and seed with) another build, an earlier commit's say. */
+const BUILD = args.cli ?? args.dist;
+const ENTRY = entry(BUILD);
 
 async function load(url: string, options: Partial<AutocannonOptions> = {}): Promise<AutocannonResult> {
   const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, ...options });
@@ -85,7 +89,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
   const children: ChildProcess[] = [];
   try {
     log(`${dialect}: seeding an organization, an agent with a number and a key`);
-    const { key, phoneNumberId } = await seedSendingTenant(args.dist, env);
+    const { key, phoneNumberId } = await seedSendingTenant(BUILD, env);
 
     const baseline = await startBaseline();
     children.push(baseline.child);

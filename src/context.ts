@@ -84,6 +84,8 @@ export interface ContextOptions {
   workJobs?: boolean;
   /** Rate limit window in seconds; only tests change it (production: 60). */
   rateLimitWindowSeconds?: number;
+  /** SQLite: WAL checkpoints on a worker thread, off the request path (a server does this). */
+  backgroundCheckpoints?: boolean;
 }
 
 export async function createContext(
@@ -92,7 +94,10 @@ export async function createContext(
   options: ContextOptions = {},
 ): Promise<AppContext> {
   const logger = options.logger ?? createLogger(config, { region: region.region });
-  const database = await openDatabase(region.database, { logger });
+  const database = await openDatabase(region.database, {
+    logger,
+    ...(options.backgroundCheckpoints ? { backgroundCheckpoints: true } : {}),
+  });
   if (options.migrate !== false) await migrateToLatest(database.db);
   const lastUsed = new LastUsedTracker(database.db, config.lastUsedFlushMs, (err) =>
     logger.error({ err }, 'could not record key last-used times'),

@@ -47,6 +47,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       const ctx = await createContext(config, region, {
         logger: logger.child({ region: region.region }),
         ...(options.clock ? { clock: options.clock } : {}),
+        backgroundCheckpoints: true,
       });
       let app: FastifyInstance;
       try {

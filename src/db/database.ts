@@ -5,6 +5,7 @@ import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql 
 import type pgTypes from 'pg';
 import type { Logger } from 'pino';
 import { ConfigError, type DatabaseConfig } from '../config.js';
+import { startCheckpointer } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
 import { usePgStatements, useSqliteStatements } from './precompiled.js';
 import type { DB } from './schema.js';
@@ -36,6 +37,8 @@ export interface OpenOptions {
   poolSize?: number;
   /** Told of connection errors that reach no query (an idle connection dropped by the server). */
   logger?: Pick<Logger, 'warn'>;
+  /** SQLite: WAL checkpoints on a worker thread rather than in requests (a server; see checkpointer.ts). */
+  backgroundCheckpoints?: boolean;
 }
 
 export async function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<Database> {
@@ -49,11 +52,17 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     sqlite.pragma('foreign_keys = ON');
     const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
     useSqliteStatements(db, sqlite);
+    const checkpointer = options.backgroundCheckpoints
+      ? startCheckpointer(sqlite, options.logger ? { logger: options.logger } : {})
+      : undefined;
     return {
       db,
       dialect: 'sqlite',
       sqlite,
-      close: () => db.destroy(),
+      close: async () => {
+        await checkpointer?.stop();
+        await db.destroy();
+      },
     };
   }
 

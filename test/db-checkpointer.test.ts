@@ -1,0 +1,57 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/db/database.js';
+import { until } from './helpers/wait.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+async function open(backgroundCheckpoints: boolean) {
+  const dir = mkdtempSync(join(tmpdir(), 'parley-checkpoint-'));
+  dirs.push(dir);
+  const file = join(dir, 'test.db');
+  const database = await openDatabase({ kind: 'sqlite', file, busyTimeoutMs: 5_000 }, { backgroundCheckpoints });
+  const sqlite = database.sqlite;
+  if (!sqlite) throw new Error('expected SQLite');
+  sqlite.exec('CREATE TABLE pages (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
+  return { database, sqlite, file };
+}
+
+/** 300 commits of about 4 KiB each: over a megabyte of WAL frames. */
+async function write(database: Awaited<ReturnType<typeof open>>['database']) {
+  const body = 'x'.repeat(4000);
+  for (let i = 0; i < 300; i++) {
+    await sql`INSERT INTO pages (body) VALUES (${body})`.execute(database.db);
+  }
+}
+
+describe('WAL checkpoints of a server (SQLite)', () => {
+  it('run on a worker thread: the server connection never checkpoints, yet the database file catches up', async () => {
+    const { database, sqlite, file } = await open(true);
+    expect(sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    const before = statSync(file).size;
+    await write(database);
+    // Only the worker can copy the log into the database file: this connection does not.
+    await until(() => statSync(file).size >= before + 300 * 4000, 'the worker to checkpoint the WAL');
+    expect((await sql<{ n: number }>`SELECT count(*) AS n FROM pages`.execute(database.db)).rows[0]?.n).toBe(300);
+    await database.close();
+  });
+
+  it('a connection without the worker keeps SQLite default of checkpointing itself', async () => {
+    const { database, sqlite } = await open(false);
+    expect(sqlite.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    await database.close();
+  });
+
+  it('closing the database stops the worker first, then closes the connection', async () => {
+    const { database, sqlite } = await open(true);
+    await write(database);
+    await database.close();
+    expect(sqlite.open).toBe(false);
+  });
+});
