@@ -1,5 +1,6 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { normalizePhone } from '../end-users/normalize.js';
+import { memoize } from '../shared/memo.js';
 
 /**
  * Phone numbers of the messaging feature, in one place so that sends, inbound webhooks, the
@@ -26,9 +27,9 @@ export type PhoneProblem = 'format' | 'extension' | 'invalid';
  * Extensions (`ext. 5`, `x5`, `;ext=5`) are refused rather than silently dropped: a message cannot
  * be sent to an extension.
  */
-export function parseInternationalPhone(
-  value: string,
-): { ok: true; e164: string } | { ok: false; problem: PhoneProblem } {
+export const parseInternationalPhone = memoize(parseInternational);
+
+function parseInternational(value: string): { ok: true; e164: string } | { ok: false; problem: PhoneProblem } {
   const text = value.trim();
   if (text.length === 0 || text.length > MAX_PHONE_INPUT || !text.startsWith('+')) {
     return { ok: false, problem: 'format' };
@@ -81,7 +82,9 @@ export function windowKey(e164: string): string {
  * end-user feature validates phones: the number as the provider reports it, else its other
  * spelling (Brazil with the ninth digit, Mexico without the 1); undefined when neither is valid.
  */
-export function endUserPhoneOf(e164: string): string | undefined {
+export const endUserPhoneOf = memoize(endUserPhone);
+
+function endUserPhone(e164: string): string | undefined {
   const digits = e164.replace(/^\+/, '');
   const candidates = [e164];
   if (/^55\d{2}[6-9]\d{7}$/.test(digits)) candidates.push(`+${digits.slice(0, 4)}9${digits.slice(4)}`);
