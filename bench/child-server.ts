@@ -278,3 +278,34 @@ export function messagingBenchEnv(
     },
   };
 }
+
+/** The run whose request rate is the median of the runs. */
+export function medianRate<T extends AutocannonResult>(runs: T[]): T {
+  const sorted = [...runs].sort((a, b) => a.requests.average - b.requests.average);
+  const run = sorted[Math.floor((sorted.length - 1) / 2)];
+  if (!run) throw new Error('no run');
+  return run;
+}
+
+/** CPU time (user + system) a process has used, in ms (Linux /proc; clock ticks of 10 ms). */
+export function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/**
+ * A load run and the server's CPU time per request it answered, in µs: unlike requests per second,
+ * this hardly moves when other work shares the machine's cores.
+ */
+export async function loadWithCpu(
+  pid: number | undefined,
+  load: () => Promise<AutocannonResult>,
+): Promise<AutocannonResult & { cpuUs: number }> {
+  const before = cpuMs(pid);
+  const r = await load();
+  return { ...r, cpuUs: ((cpuMs(pid) - before) * 1000) / Math.max(1, r.requests.total) };
+}

@@ -31,8 +31,10 @@ import {
   autocannon,
   entry,
   freePort,
+  loadWithCpu,
   log,
   median,
+  medianRate,
   NODE_FLAGS,
   PG_BENCH_SECRETS,
   quantile,
@@ -66,14 +68,6 @@ const PAGE_SIZE = 50;
 const LIST_ROUNDS = Math.max(1, Number(args['list-rounds']));
 const GET_ROUNDS = Math.max(1, Number(args['get-rounds']));
 const ONLY_GET = args['only-get'];
-
-/** The run whose request rate is the median of the runs. */
-function medianRate(runs: AutocannonResult[]): AutocannonResult {
-  const sorted = [...runs].sort((a, b) => a.requests.average - b.requests.average);
-  const run = sorted[Math.floor((sorted.length - 1) / 2)];
-  if (!run) throw new Error('no run');
-  return run;
-}
 
 /** The run whose p99 is the median of the runs. */
 function medianRun(runs: AutocannonResult[]): AutocannonResult {
@@ -118,30 +112,6 @@ async function load(url: string, options: Partial<AutocannonOptions> = {}): Prom
   const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, ...options });
   if (r.non2xx > 0 || r.errors > 0) log(`  warning: ${r.non2xx} non-2xx, ${r.errors} errors on ${url}`);
   return r;
-}
-
-/** CPU time (user + system) a process has used, in ms (Linux /proc; clock ticks of 10 ms). */
-function cpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-/**
- * A load run and the server's CPU time per request it answered, in µs: unlike requests per second,
- * this hardly moves when other work shares the machine's cores.
- */
-async function loadWithCpu(
-  pid: number | undefined,
-  url: string,
-  options: Partial<AutocannonOptions> = {},
-): Promise<AutocannonResult & { cpuUs: number }> {
-  const before = cpuMs(pid);
-  const r = await load(url, options);
-  return { ...r, cpuUs: ((cpuMs(pid) - before) * 1000) / Math.max(1, r.requests.total) };
 }
 
 interface Figures {
@@ -211,13 +181,12 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
     const measured = await peakRss(parley.child.pid, async () => {
       for (let round = 1; round <= GET_ROUNDS; round++) {
         log(`${dialect}: baseline (round ${round})`);
-        baselines.push(await loadWithCpu(baseline.child.pid, `${baseline.url}/`));
+        baselines.push(await loadWithCpu(baseline.child.pid, () => load(`${baseline.url}/`)));
         log(`${dialect}: GET /api/endusers/<id> (round ${round})`);
         gets.push(
-          await loadWithCpu(parley.child.pid, `${parley.base}/api/endusers/x`, {
-            headers,
-            requests: rotate('/api/endusers/'),
-          }),
+          await loadWithCpu(parley.child.pid, () =>
+            load(`${parley.base}/api/endusers/x`, { headers, requests: rotate('/api/endusers/') }),
+          ),
         );
         const [b, g] = [baselines.at(-1), gets.at(-1)];
         log(

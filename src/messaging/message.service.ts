@@ -2,7 +2,13 @@ import { type Static, Type } from '@sinclair/typebox';
 import { assertAgentAllowed, type Principal } from '../auth/auth.js';
 import type { AppContext } from '../context.js';
 import { AppError } from '../shared/errors.js';
-import { findMessage, type MessageStatus, STATUS_RANK, type StatusRow } from './message.repository.js';
+import {
+  findMessage,
+  findMessageWithKeyEpoch,
+  type MessageStatus,
+  STATUS_RANK,
+  type StatusRow,
+} from './message.repository.js';
 import type { MessageTable } from './messaging.tables.js';
 
 export const StatusEntry = Type.Object(
@@ -83,9 +89,15 @@ export async function getMessage(
   messageId: string,
   confirmKeyEpoch?: (epoch: number) => Promise<void>,
 ): Promise<MessageResponse> {
-  const { found, epoch } = await findMessage(ctx.db, principal().orgId, messageId);
-  // The key is confirmed before anything is answered, a 404 included.
-  if (confirmKeyEpoch) await confirmKeyEpoch(epoch);
+  let found: Awaited<ReturnType<typeof findMessage>>;
+  if (confirmKeyEpoch) {
+    const read = await findMessageWithKeyEpoch(ctx.db, principal().orgId, messageId);
+    // The key is confirmed before anything is answered, a 404 included.
+    await confirmKeyEpoch(read.epoch);
+    found = read.found;
+  } else {
+    found = await findMessage(ctx.db, principal().orgId, messageId);
+  }
   if (!found) throw new AppError('NOT_FOUND', `No message with ID '${messageId}' in this organization.`);
   assertAgentAllowed(principal(), found.message.agent_id);
   return toResponse(found.message, found.statuses);

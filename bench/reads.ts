@@ -1,0 +1,191 @@
+/**
+ * Authenticated reads by ID of what sends make: `GET /api/messages/<id>` (a message with its three
+ * statuses) and `GET /api/conversations/<id>`, side by side with a bare node:http server in the same
+ * run, on SQLite and (when DATABASE_URL is set) PostgreSQL.
+ *
+ *   node --import tsx bench/reads.ts --dist                  # 5 s per run, 50 connections, 3 rounds
+ *   node --import tsx bench/reads.ts --dist --duration 2 --rounds 1 --messages 200   # smoke run
+ *
+ * Seeding: an agent with a sandbox number sends `--messages` templates to as many recipients (so
+ * as many conversations), and the sandbox reports sent, delivered and read for each, as the
+ * provider would; the benchmark waits until the last message reads `read`. Then the bare server,
+ * the message read and the conversation read alternate `--rounds` times (IDs rotate over all of
+ * them); the median round of each is reported, with the server's CPU time per request.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { parseArgs } from 'node:util';
+import {
+  type AutocannonRequest,
+  type AutocannonResult,
+  autocannon,
+  entry,
+  freePort,
+  loadWithCpu,
+  log,
+  medianRate,
+  messagingBenchEnv,
+  seedSendingTenant,
+  spawnNode,
+  startBaseline,
+  stopChild,
+  waitUp,
+} from './child-server.js';
+
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '50' },
+    rounds: { type: 'string', default: '3' },
+    messages: { type: 'string', default: '1000' },
+    dist: { type: 'boolean', default: false },
+    'log-level': { type: 'string', default: 'warn' },
+  },
+});
+const DURATION = Number(args.duration);
+const CONNECTIONS = Number(args.connections);
+const ROUNDS = Math.max(1, Number(args.rounds));
+const MESSAGES = Math.max(1, Number(args.messages));
+const ENTRY = entry(args.dist);
+
+async function load(url: string, options: Partial<Parameters<typeof autocannon>[0]> = {}): Promise<AutocannonResult> {
+  const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, ...options });
+  if (r.non2xx > 0 || r.errors > 0) log(`  warning: ${r.non2xx} non-2xx, ${r.errors} errors on ${url}`);
+  return r;
+}
+
+type Measured = AutocannonResult & { cpuUs: number };
+
+interface Figures {
+  readonly bare: Measured;
+  readonly message: Measured;
+  readonly conversation: Measured;
+}
+
+async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
+  const sandboxPort = await freePort();
+  const parleyPort = await freePort();
+  const base = `http://127.0.0.1:${parleyPort}`;
+  const { env, cleanup } = messagingBenchEnv(dialect, 'reads', `http://127.0.0.1:${sandboxPort}`);
+  const children: ChildProcess[] = [];
+  try {
+    log(`${dialect}: seeding an organization, an agent with a number and a key`);
+    const { key } = await seedSendingTenant(args.dist, env);
+    const sandbox = spawnNode(
+      [...ENTRY, 'sandbox', '--port', String(sandboxPort), '--webhook-url', `${base}/webhooks/msgapp`],
+      env,
+    );
+    children.push(sandbox);
+    const parley = spawnNode([...ENTRY, 'serve', '--port', String(parleyPort)], {
+      ...env,
+      LOG_LEVEL: args['log-level'],
+    });
+    children.push(parley);
+    const baseline = await startBaseline();
+    children.push(baseline.child);
+    await waitUp(`http://127.0.0.1:${sandboxPort}/sandbox/health`, sandbox);
+    await waitUp(`${base}/api/health`, parley);
+
+    log(`${dialect}: ${MESSAGES} sends to as many recipients`);
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const messageIds: string[] = [];
+    const conversationIds: string[] = [];
+    const WORKERS = 8;
+    let nextSend = 0;
+    await Promise.all(
+      Array.from({ length: WORKERS }, async () => {
+        for (let i = nextSend++; i < MESSAGES; i = nextSend++) {
+          const res = await fetch(`${base}/api/channels/send`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({
+              channel: 'msgapp',
+              to: `+1415${String(5_000_000 + i).padStart(7, '0')}`,
+              type: 'template',
+              template: { name: 'hello_world', language: 'en_US' },
+            }),
+          });
+          const body = (await res.json()) as { messageId?: string; conversationId?: string };
+          if (res.status !== 200 || !body.messageId || !body.conversationId) {
+            throw new Error(`send answered ${res.status}: ${JSON.stringify(body)}`);
+          }
+          messageIds.push(body.messageId);
+          conversationIds.push(body.conversationId);
+        }
+      }),
+    );
+    // Every message has its three statuses once the last one sent reads `read`.
+    const last = messageIds.at(-1);
+    for (let tries = 0; ; tries++) {
+      const res = await fetch(`${base}/api/messages/${last}`, { headers });
+      const body = (await res.json()) as { message?: { status?: string } };
+      if (body.message?.status === 'read') break;
+      if (tries > 600) throw new Error(`message ${last} never reached read: ${JSON.stringify(body)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await stopChild(sandbox);
+
+    const rotate = (prefix: string, ids: readonly string[]) => {
+      let next = 0;
+      return [{ setupRequest: (req: AutocannonRequest) => ({ ...req, path: `${prefix}${ids[next++ % ids.length]}` }) }];
+    };
+    const auth = { authorization: `Bearer ${key}` };
+    const bares: Measured[] = [];
+    const messages: Measured[] = [];
+    const conversations: Measured[] = [];
+    for (let round = 1; round <= ROUNDS; round++) {
+      log(`${dialect}: round ${round}: bare, GET /api/messages/<id>, GET /api/conversations/<id>`);
+      bares.push(await loadWithCpu(baseline.child.pid, () => load(`${baseline.url}/`)));
+      messages.push(
+        await loadWithCpu(parley.pid, () =>
+          load(`${base}/api/messages/x`, { headers: auth, requests: rotate('/api/messages/', messageIds) }),
+        ),
+      );
+      conversations.push(
+        await loadWithCpu(parley.pid, () =>
+          load(`${base}/api/conversations/x`, {
+            headers: auth,
+            requests: rotate('/api/conversations/', conversationIds),
+          }),
+        ),
+      );
+      const [b, m, c] = [bares.at(-1), messages.at(-1), conversations.at(-1)];
+      log(
+        `${dialect}:   bare ${Math.round(b?.requests.average ?? 0)} req/s, message ${Math.round(m?.requests.average ?? 0)} ` +
+          `(p99 ${m?.latency.p99} ms), conversation ${Math.round(c?.requests.average ?? 0)} (p99 ${c?.latency.p99} ms)`,
+      );
+    }
+    return {
+      bare: medianRate(bares),
+      message: medianRate(messages),
+      conversation: medianRate(conversations),
+    };
+  } finally {
+    for (const child of children.reverse()) await stopChild(child);
+    await cleanup();
+  }
+}
+
+const results: [string, Figures][] = [['SQLite', await runDialect('sqlite')]];
+if (process.env.DATABASE_URL) results.push(['PostgreSQL', await runDialect('postgres')]);
+
+const f0 = (n: number) => Math.round(n).toLocaleString('en-US');
+console.log(
+  `\nReads by ID: ${MESSAGES} messages and conversations, ${CONNECTIONS} connections, ${DURATION} s a run, ` +
+    `median of ${ROUNDS} alternating rounds, LOG_LEVEL=${args['log-level']}\n`,
+);
+console.log('| database | route | req/s | share of bare | p50 / p99 ms | CPU µs per request (bare / Parley) |');
+console.log('| - | - | -: | -: | -: | -: |');
+for (const [name, f] of results) {
+  console.log(
+    `| ${name} | bare node:http | ${f0(f.bare.requests.average)} | | ${f.bare.latency.p50} / ${f.bare.latency.p99} | ${f0(f.bare.cpuUs)} |`,
+  );
+  for (const [route, r] of [
+    ['GET /api/messages/<id>', f.message],
+    ['GET /api/conversations/<id>', f.conversation],
+  ] as const) {
+    const share = Math.round((100 * r.requests.average) / f.bare.requests.average);
+    console.log(
+      `| ${name} | ${route} | ${f0(r.requests.average)} | ${share} % | ${r.latency.p50} / ${r.latency.p99} | ${f0(f.bare.cpuUs)} / ${f0(r.cpuUs)} |`,
+    );
+  }
+}
