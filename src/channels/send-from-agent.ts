@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { keyCacheOf } from '../auth/key-cache.js';
 import type { AppContext } from '../context.js';
 import { emitConversationStarted } from '../conversations/conversation.events.js';
@@ -59,6 +60,50 @@ const agentWithNumber = precompiled((db) =>
     .where('agents.org_id', '=', slot<string>(0))
     .where('agents.id', '=', slot<string>(1)),
 );
+
+/** PostgreSQL: the acceptance and the conversation's last message time in one statement. */
+const acceptAndTouch = precompiled((db) =>
+  db
+    .with('accepted', (q) =>
+      q
+        .updateTable('messages')
+        .set({
+          provider_message_id: slot<string>(0),
+          status: sql<string>`case when status_rank < ${STATUS_RANK.accepted} then 'accepted' else status end`,
+          status_rank: sql<number>`case when status_rank < ${STATUS_RANK.accepted} then ${STATUS_RANK.accepted} else status_rank end`,
+          updated_at: slot<number>(1),
+        })
+        .where('id', '=', slot<string>(2))
+        .returning('id'),
+    )
+    .updateTable('conversations')
+    .set({
+      last_message_at: sql<number>`case when last_message_at < ${slot<number>(3)} then ${slot<number>(3)} else last_message_at end`,
+      updated_at: slot<number>(1),
+    })
+    .where('id', '=', slot<string>(4)),
+);
+
+/**
+ * The provider's ID and the `accepted` status of a message, and its conversation moved on: one
+ * statement on PostgreSQL, one commit on SQLite (writes issued together share it).
+ */
+async function recordAcceptance(
+  ctx: AppContext,
+  id: string,
+  providerMessageId: string,
+  at: number,
+  conversation: { id: string; now: number } | null,
+): Promise<void> {
+  if (conversation && ctx.database.dialect === 'postgres') {
+    await acceptAndTouch(ctx.db, [providerMessageId, at, id, conversation.now, conversation.id]);
+    return;
+  }
+  await Promise.all([
+    markAccepted(ctx.db, id, providerMessageId, at),
+    conversation ? touchConversation(ctx.db, conversation.id, conversation.now, at) : undefined,
+  ]);
+}
 
 /** What an agent sends from: its number, with the access token opened; no number when unassigned. */
 interface Sender {
@@ -318,12 +363,9 @@ export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput):
   }
   const events = { db: ctx.db, jobs: ctx.jobs, clock: ctx.clock };
   await record('the acceptance', async () => {
-    // Issued together: on SQLite they share one commit. Pending statuses are read only after the
-    // acceptance is committed (a status webhook stores one, then looks for the message again).
-    await Promise.all([
-      markAccepted(ctx.db, send.callbackData, result.messageId, at),
-      opened ? touchConversation(ctx.db, opened.row.id, now, at) : undefined,
-    ]);
+    // Pending statuses are read only after the acceptance is committed (a status webhook stores
+    // one, then looks for the message again).
+    await recordAcceptance(ctx, send.callbackData, result.messageId, at, opened ? { id: opened.row.id, now } : null);
     const early = await applyPendingStatuses(ctx.db, send.callbackData, result.messageId, send.phoneNumberId);
     if (opened?.created && endUser) {
       await emitConversationStarted(events, opened.row, {
