@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,5 +54,23 @@ describe('WAL checkpoints of a server (SQLite)', () => {
     await write(database);
     await database.close();
     expect(sqlite.open).toBe(false);
+  });
+
+  it('closing finishes in a process with nothing else to do (the wait for the worker keeps it alive)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-checkpoint-'));
+    dirs.push(dir);
+    const script = `
+      import { openDatabase } from './src/db/database.ts';
+      const database = await openDatabase({ kind: 'sqlite', file: ${JSON.stringify(join(dir, 'x.db'))}, busyTimeoutMs: 1000 }, { backgroundCheckpoints: true });
+      await database.close();
+      console.log('closed');
+    `;
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(child.stderr).toBe('');
+    expect(child.stdout.trim()).toBe('closed');
+    expect(child.status).toBe(0);
   });
 });

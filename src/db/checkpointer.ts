@@ -88,6 +88,9 @@ export function startCheckpointer(
       if (stopping) return exited;
       stopping = true;
       fallBack();
+      // Referenced again while it stops: an unreferenced worker would let the process end
+      // (silently) while this very wait is the only thing left to do.
+      worker.ref();
       worker.postMessage('stop');
       await exited;
     },
