@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { CompiledQuery, type Kysely } from 'kysely';
 import type PgBoss from 'pg-boss';
 import type { Logger } from 'pino';
@@ -35,6 +36,50 @@ function executorOf(db: Kysely<DB>): PgBoss.Db {
       });
     },
   };
+}
+
+interface QueuedInsert {
+  readonly job: PgBoss.JobInsert & { id: string; name: string };
+  readonly resolve: (id: string) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/**
+ * Jobs stored outside a transaction in the same turn of the event loop (the provider webhooks of
+ * many requests under load, say) go to PostgreSQL as one INSERT of all of them, just after that
+ * turn; each caller's promise settles once that statement has committed, so a caller still
+ * acknowledges only what is durable. If the statement fails, every job of it fails (and each caller
+ * answers as it would have for its own).
+ */
+class GroupInsert {
+  private queue: QueuedInsert[] = [];
+  private scheduled = false;
+
+  constructor(private readonly boss: PgBoss) {}
+
+  add(job: QueuedInsert['job']): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ job, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => this.flush());
+      }
+    });
+  }
+
+  private flush(): void {
+    const batch = this.queue;
+    this.queue = [];
+    this.scheduled = false;
+    this.boss.insert(batch.map((b) => b.job)).then(
+      () => {
+        for (const b of batch) b.resolve(b.job.id);
+      },
+      (err: unknown) => {
+        for (const b of batch) b.reject(err);
+      },
+    );
+  }
 }
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
@@ -76,6 +121,7 @@ export async function createPgBossStore(options: PgBossStoreOptions): Promise<Jo
   const table = `${quote(schema)}.job`;
   let expiry: NodeJS.Timeout | undefined;
   let started = false;
+  const inserts = new GroupInsert(boss);
 
   return {
     kind: 'pg-boss',
@@ -102,10 +148,8 @@ export async function createPgBossStore(options: PgBossStoreOptions): Promise<Jo
     },
     async insert(queue, payload, attempt, runAt, trx) {
       const data: Envelope = { p: payload, a: attempt };
-      const id = await boss.send(queue, data as object, {
-        startAfter: new Date(runAt),
-        ...(trx ? { db: executorOf(trx) } : {}),
-      });
+      if (!trx) return inserts.add({ id: randomUUID(), name: queue, data, startAfter: new Date(runAt) });
+      const id = await boss.send(queue, data as object, { startAfter: new Date(runAt), db: executorOf(trx) });
       if (!id) throw new Error(`job store refused a job of queue "${queue}"`);
       return id;
     },
