@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/context.js';
 import { type JobInfo, type JobRunner, RetryLater } from '../src/jobs/job-runner.js';
@@ -60,6 +61,34 @@ describe.each(DIALECTS)('job runner (%s)', (dialect) => {
       { queue, state: 'running', count: 0 },
       { queue, state: 'dead', count: 0 },
     ]);
+  });
+
+  it('jobs enqueued in one turn each resolve with their own ID once stored (on PostgreSQL, by one INSERT), and each runs once', async () => {
+    const queue = `q_${randomBase62(6).toLowerCase()}`;
+    const seen: number[] = [];
+    const r = await runner(
+      (x) =>
+        x.define<{ n: number }>({
+          name: queue,
+          handler: async (payload) => {
+            seen.push(payload.n);
+          },
+        }),
+      { start: false },
+    );
+    const ids = await Promise.all(Array.from({ length: 200 }, (_, n) => r.enqueue(queue, { n })));
+    expect(new Set(ids).size).toBe(200);
+    if (dialect === 'postgres') {
+      const schema = t.ctx.region.database.kind === 'postgres' ? t.ctx.region.database.schema : '';
+      const { rows } = await sql<{ n: number; statements: number }>`
+        select count(*)::int as n, count(distinct created_on)::int as statements
+          from ${sql.table(`${schema}.job`)} where name = ${queue}`.execute(t.ctx.db);
+      // Every row of one INSERT carries that statement's now().
+      expect(rows[0]).toEqual({ n: 200, statements: 1 });
+    }
+    r.start();
+    await r.drained([queue]);
+    expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, n) => n));
   });
 
   it('retries on its schedule, keeps the last failure as a dead letter, and replays it', async () => {
