@@ -5,6 +5,7 @@ import { createEndpoint } from '../src/events/endpoint.service.js';
 import { randomBase62 } from '../src/shared/ids.js';
 import { DIALECTS } from './helpers/app.js';
 import { makeKey, makeTrigger } from './helpers/factories.js';
+import { startFaultyProxy } from './helpers/faulty-proxy.js';
 import {
   createMessagingApp,
   type MessagingTestApp,
@@ -144,6 +145,90 @@ describe.each(DIALECTS)('@parley/client against a real server (%s)', (dialect) =
         new Date(Date.now() + 3_600_000),
       ),
     ).rejects.toThrow(/too far/);
+  });
+
+  it('502, 503 and dropped connections: sends and GETs are retried with backoff and one Idempotency-Key; a create is not', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    const proxy = await startFaultyProxy(t.url);
+    try {
+      const client = createClient({ baseUrl: proxy.url, apiKey: tenant.orgKey.key, retry: { backoffMs: 20 } });
+      const to = randomPhone();
+      const send = () =>
+        client.channels.send({
+          channel: 'msgapp',
+          to,
+          type: 'template',
+          template: { name: 'hello_world', language: 'en_US' },
+          convId: tenant.agent.id,
+        });
+
+      // Refused twice before Parley, then Parley sends but its answer is lost: the retry with the
+      // same key gets the stored answer, and the message went out once.
+      proxy.faults.push('503', 'reset', 'lost-answer');
+      const sent = await send();
+      const sends = proxy.requests.filter((r) => r.path === '/api/channels/send');
+      expect(sends.map((r) => r.fault)).toEqual(['503', 'reset', 'lost-answer', undefined]);
+      expect(new Set(sends.map((r) => r.idempotencyKey)).size).toBe(1);
+      expect(sends[0]?.idempotencyKey).toMatch(/.{8,}/);
+      expect(sends[2]?.upstreamStatus).toBe(200);
+      const first = JSON.parse(sends[2]?.upstreamBody ?? '{}') as { messageId?: string };
+      expect(sent.messageId).toBe(first.messageId);
+      const thread = await client.conversations.messages(sent.conversationId);
+      expect(thread.data.filter((m) => m.direction === 'outbound')).toHaveLength(1);
+
+      // A GET is safe to repeat.
+      proxy.faults.push('502', '503');
+      expect((await client.messages.get(sent.messageId)).messageId).toBe(sent.messageId);
+      expect(proxy.requests.slice(-3).map((r) => r.fault)).toEqual(['502', '503', undefined]);
+
+      // A create carries no Idempotency-Key: it is not repeated, the 502 reaches the caller.
+      const before = proxy.requests.length;
+      proxy.faults.push('502');
+      const refused = await client.endUsers.create({ origin: 'manual', name: 'Once' }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(ParleyError);
+      expect(refused).toMatchObject({ status: 502 });
+      expect(proxy.requests.length - before).toBe(1);
+
+      // Retries are bounded: after `retries` more attempts the last 503 is the caller's.
+      proxy.faults.push('503', '503', '503', '503', '503');
+      const given = await createClient({
+        baseUrl: proxy.url,
+        apiKey: tenant.orgKey.key,
+        retry: { backoffMs: 5, retries: 2 },
+      })
+        .health()
+        .catch((e: unknown) => e);
+      expect(given).toMatchObject({ status: 503 });
+      expect(proxy.requests.slice(-3).map((r) => [r.path, r.fault])).toEqual([
+        ['/api/health', '503'],
+        ['/api/health', '503'],
+        ['/api/health', '503'],
+      ]);
+      proxy.faults.length = 0;
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('is imported by its package name, and covers the public operations and the sandbox', async () => {
+    const byName = (await import('@parley/client')) as typeof import('../packages/client/src/index.js');
+    const tenant = await makeSendingTenant(t.ctx);
+    const client = byName.createClient({ baseUrl: t.url, apiKey: tenant.agentKey.key });
+    expect(await client.health()).toMatchObject({ status: 'ok' });
+    expect(await client.ready()).toMatchObject({ status: 'ready' });
+    const doc = await client.openapi();
+    expect(doc).toMatchObject({ openapi: expect.stringMatching(/^3\./), info: { version: '3.0.0' } });
+    const from = randomPhone();
+    const inbound = await client.sandbox.inbound({ from, text: 'hello from the sandbox' });
+    expect(inbound).toMatchObject({ success: true, messageId: expect.any(String) });
+    const conversations = await client.conversations.list({ agent: tenant.agent.id, status: 'open' });
+    const opened = conversations.data[0];
+    expect(opened).toBeDefined();
+    const thread = await client.conversations.messages(opened?.id ?? '');
+    expect(thread.data).toMatchObject([{ direction: 'inbound', text: 'hello from the sandbox' }]);
+    const bad = await client.sandbox.inbound({ from: 'not a phone', text: 'x' }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(byName.ParleyError);
+    expect(bad).toMatchObject({ status: 400 });
   });
 });
 

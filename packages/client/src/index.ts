@@ -25,6 +25,7 @@ export type Campaign = Schemas['Campaign'];
 export type Delivery = Schemas['Delivery'];
 export type CampaignWebhookRequest = Schemas['CampaignWebhookRequest'];
 export type CampaignWebhookResponse = Schemas['CampaignWebhookResponse'];
+export type SandboxInboundRequest = Body<'simulateInboundMessage'>;
 
 type Query<Op extends keyof operations> = operations[Op] extends { parameters: { query?: infer Q } }
   ? NonNullable<Q>
@@ -41,6 +42,12 @@ type Ok<Op extends keyof operations> = operations[Op] extends {
           : never;
       }[keyof R]
     : never
+  : never;
+
+type Body<Op extends keyof operations> = operations[Op] extends {
+  requestBody?: { content: { 'application/json': infer B } };
+}
+  ? B
   : never;
 
 export type EndUserListQuery = Query<'listEndUsers'>;
@@ -247,9 +254,26 @@ export class ParleyClient {
       }),
   };
 
+  /** The built-in provider sandbox (a server started without a provider of its own). */
+  readonly sandbox = {
+    /** A user writing in to an agent's number, as the provider would report it (a `message.received` follows). */
+    inbound: (body: SandboxInboundRequest, options: CallOptions = {}): Promise<Ok<'simulateInboundMessage'>> =>
+      this.request({ method: 'POST', path: '/api/sandbox/inbound', body, signal: options.signal }),
+  };
+
   /** GET /api/health (no key needed). */
   health(options: CallOptions = {}): Promise<Ok<'getHealth'>> {
     return this.request({ method: 'GET', path: '/api/health', signal: options.signal });
+  }
+
+  /** GET /api/ready (no key needed): the database, and Redis when configured; a ParleyError of status 503 when not ready. */
+  ready(options: CallOptions = {}): Promise<Ok<'getReadiness'>> {
+    return this.request({ method: 'GET', path: '/api/ready', signal: options.signal });
+  }
+
+  /** GET /api/openapi.json (no key needed): the API description this client was generated from. */
+  openapi(options: CallOptions = {}): Promise<Ok<'getOpenApiDocument'>> {
+    return this.request({ method: 'GET', path: '/api/openapi.json', signal: options.signal });
   }
 
   private async *pages<T>(
