@@ -173,7 +173,7 @@ describe.each(DIALECTS)('@parley/client against a real server (%s)', (dialect) =
       expect(sends[2]?.upstreamStatus).toBe(200);
       const first = JSON.parse(sends[2]?.upstreamBody ?? '{}') as { messageId?: string };
       expect(sent.messageId).toBe(first.messageId);
-      const thread = await client.conversations.messages(sent.conversationId);
+      const thread = await client.conversations.messages(sent.conversationId ?? '');
       expect(thread.data.filter((m) => m.direction === 'outbound')).toHaveLength(1);
 
       // A GET is safe to repeat.
@@ -211,7 +211,7 @@ describe.each(DIALECTS)('@parley/client against a real server (%s)', (dialect) =
   });
 
   it('is imported by its package name, and covers the public operations and the sandbox', async () => {
-    const byName = (await import('@parley/client')) as typeof import('../packages/client/src/index.js');
+    const byName = await import('@parley/client');
     const tenant = await makeSendingTenant(t.ctx);
     const client = byName.createClient({ baseUrl: t.url, apiKey: tenant.agentKey.key });
     expect(await client.health()).toMatchObject({ status: 'ok' });
