@@ -1,4 +1,6 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
 import { expectMatchesContract, listOperations, type OpenApiDocument } from './helpers/contract.js';
@@ -176,6 +178,50 @@ describe.each(DIALECTS)('OpenAPI document (%s)', (dialect) => {
       responses: Record<string, { content: Record<string, { schema: unknown }> }>;
     };
     expect(get.responses['200']?.content['application/json']?.schema).toEqual({ $ref: '#/components/schemas/EndUser' });
+  });
+
+  it('every request and response body is a named schema, and every named schema has an example that it accepts', () => {
+    const schemas = (doc.components?.schemas ?? {}) as Record<string, Record<string, unknown>>;
+    const inline: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(item as Record<string, Record<string, unknown>>)) {
+        const op = operation as {
+          requestBody?: { content?: Record<string, { schema?: Record<string, unknown> }> };
+          responses?: Record<string, { content?: Record<string, { schema?: Record<string, unknown> }> }>;
+        };
+        const bodies = [
+          ['request', op.requestBody?.content],
+          ...Object.entries(op.responses ?? {}).map(([status, r]) => [status, r.content] as const),
+        ] as const;
+        for (const [which, content] of bodies) {
+          for (const [type, media] of Object.entries(content ?? {})) {
+            if (typeof media.schema?.$ref !== 'string') inline.push(`${method.toUpperCase()} ${path} ${which} ${type}`);
+          }
+        }
+      }
+    }
+    expect(inline).toEqual([]);
+
+    // OpenAPI 3.0 schemas are JSON Schema with a few keywords of their own (Ajv knows `nullable`).
+    const ajv = new Ajv.default({ strict: false, allErrors: true });
+    addFormats.default(ajv);
+    ajv.addSchema({ components: { schemas } }, 'doc');
+    const missing: string[] = [];
+    const invalid: string[] = [];
+    for (const [name, schema] of Object.entries(schemas)) {
+      const example = 'example' in schema ? schema.example : (schema.examples as unknown[] | undefined)?.[0];
+      if (example === undefined) {
+        missing.push(name);
+        continue;
+      }
+      const validate = ajv.compile({ $ref: `doc#/components/schemas/${name}` });
+      if (!validate(example)) invalid.push(`${name}: ${ajv.errorsText(validate.errors)}`);
+    }
+    expect(missing).toEqual([]);
+    expect(invalid).toEqual([]);
+    expect(Object.keys(schemas)).toEqual(
+      expect.arrayContaining(['Health', 'Readiness', 'OpenApiDocument', 'ProviderWebhook']),
+    );
   });
 
   it('every operation has a summary, and error envelopes are components', () => {

@@ -3,8 +3,10 @@
  * generated client has methods named for what they do), the top-level tags, the license, and named
  * component schemas: every schema a route declares with a `title` (EndUser, ChannelSendRequest,
  * Conversation...) is moved to `components.schemas` under that title and referenced from where it
- * was, so a generated client has those types.
+ * was, so a generated client has those types; and an example of each (openapi-examples.ts).
  */
+
+import { SCHEMA_EXAMPLES } from './openapi-examples.js';
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -106,6 +108,12 @@ export function finishDocument(document: Json, license: { name: string; url?: st
       methods[method] = { operationId: id, ...(hoist(operation, schemas) as Json) };
     }
     paths[path] = methods;
+  }
+  for (const [name, schema] of Object.entries(schemas)) {
+    const example = SCHEMA_EXAMPLES[name];
+    if (isObject(schema) && !('example' in schema) && !('examples' in schema) && example !== undefined) {
+      schemas[name] = { ...schema, example };
+    }
   }
   return {
     ...document,

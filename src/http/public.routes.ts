@@ -3,11 +3,14 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../context.js';
 import { errorResponses } from './errors.js';
 
-const Health = Type.Object({
-  status: Type.Literal('ok'),
-  timestamp: Type.String({ format: 'date-time', description: 'Server time, ISO 8601.' }),
-  region: Type.String({ description: 'Region code: us, eu, in or qa.' }),
-});
+const Health = Type.Object(
+  {
+    status: Type.Literal('ok'),
+    timestamp: Type.String({ format: 'date-time', description: 'Server time, ISO 8601.' }),
+    region: Type.String({ description: 'Region code: us, eu, in or qa.' }),
+  },
+  { title: 'Health' },
+);
 
 export const publicRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   app.get(
@@ -36,7 +39,10 @@ export const publicRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asyn
         tags: ['public'],
         security: [],
         response: {
-          200: Type.Object({}, { additionalProperties: true, description: 'An OpenAPI 3.0 document.' }),
+          200: Type.Object(
+            {},
+            { title: 'OpenApiDocument', additionalProperties: true, description: 'An OpenAPI 3.0 document.' },
+          ),
           ...errorResponses('coded', [400]),
         },
       },

@@ -53,6 +53,7 @@ const WebhookBody = Type.Object(
     ),
   },
   {
+    title: 'ProviderWebhook',
     description:
       "The provider's webhook envelope: inbound messages (`value.messages`, routed by `metadata.phone_number_id`) " +
       'and delivery statuses (`value.statuses`). Signed over these exact bytes.',
@@ -90,7 +91,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
           'hub.challenge': Type.Optional(Type.String()),
         }),
         response: {
-          200: Type.String({ description: 'The challenge, as sent.' }),
+          200: Type.String({ title: 'ProviderWebhookChallenge', description: 'The challenge, as sent.' }),
           ...errorResponses('coded', [403]),
         },
       },
@@ -131,7 +132,10 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
         headers: Type.Object({ 'x-hub-signature-256': Type.Optional(Type.String()) }),
         body: WebhookBody,
         response: {
-          200: Type.Object({ received: Type.Integer({ description: 'Messages and statuses queued.' }) }),
+          200: Type.Object(
+            { received: Type.Integer({ description: 'Messages and statuses queued.' }) },
+            { title: 'ProviderWebhookReceived' },
+          ),
           ...errorResponses('coded', [400, 413]),
           401: Type.Ref(CodedError, {
             description: 'Missing or invalid X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the app secret).',

@@ -10,7 +10,10 @@ import type { Metrics } from './metrics.js';
 
 const Ready = Type.Object(
   { status: Type.Union([Type.Literal('ready'), Type.Literal('unavailable')]) },
-  { description: 'Whether this node can serve: its database answers, and its Redis when one is configured.' },
+  {
+    title: 'Readiness',
+    description: 'Whether this node can serve: its database answers, and its Redis when one is configured.',
+  },
 );
 
 /** How long a dependency may take to answer the readiness check. */

@@ -23,13 +23,16 @@ const SandboxInboundBody = Type.Object(
     text: Type.String({ maxLength: 4096, description: 'The message text.' }),
     name: Type.Optional(Type.String({ maxLength: 256, description: "The user's profile name." })),
   },
-  { additionalProperties: false },
+  { title: 'SandboxInboundRequest', additionalProperties: false },
 );
 
-const SandboxInboundResponse = Type.Object({
-  success: Type.Literal(true),
-  messageId: Type.String({ description: "The inbound message's provider ID." }),
-});
+const SandboxInboundResponse = Type.Object(
+  {
+    success: Type.Literal(true),
+    messageId: Type.String({ description: "The inbound message's provider ID." }),
+  },
+  { title: 'SandboxInboundResponse' },
+);
 
 /** Test helper, only in sandbox mode: the sandbox delivers a signed inbound webhook to this server. */
 export const sandboxRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {

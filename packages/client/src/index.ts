@@ -25,7 +25,7 @@ export type Campaign = Schemas['Campaign'];
 export type Delivery = Schemas['Delivery'];
 export type CampaignWebhookRequest = Schemas['CampaignWebhookRequest'];
 export type CampaignWebhookResponse = Schemas['CampaignWebhookResponse'];
-export type SandboxInboundRequest = Body<'simulateInboundMessage'>;
+export type SandboxInboundRequest = Schemas['SandboxInboundRequest'];
 
 type Query<Op extends keyof operations> = operations[Op] extends { parameters: { query?: infer Q } }
   ? NonNullable<Q>
@@ -42,12 +42,6 @@ type Ok<Op extends keyof operations> = operations[Op] extends {
           : never;
       }[keyof R]
     : never
-  : never;
-
-type Body<Op extends keyof operations> = operations[Op] extends {
-  requestBody?: { content: { 'application/json': infer B } };
-}
-  ? B
   : never;
 
 export type EndUserListQuery = Query<'listEndUsers'>;

@@ -366,14 +366,28 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description Error envelope of the trigger and channel endpoints. */
+        /**
+         * @description Error envelope of the trigger and channel endpoints.
+         * @example {
+         *       "success": false,
+         *       "error": "The recipient is outside the 24-hour messaging window; send a template."
+         *     }
+         */
         ChannelError: {
             /** @enum {boolean} */
             success: false;
             /** @description A sentence saying what went wrong. */
             error: string;
         };
-        /** @description Error envelope of the end-user endpoints and of unknown routes. */
+        /**
+         * @description Error envelope of the end-user endpoints and of unknown routes.
+         * @example {
+         *       "error": "An end user with this email already exists.",
+         *       "code": "DUPLICATE",
+         *       "field": "email",
+         *       "existingId": "eu_3kTq9ZpW0bLm2XcV7nR4sA"
+         *     }
+         */
         CodedError: {
             /** @description A sentence saying what went wrong. */
             error: string;
@@ -383,6 +397,40 @@ export interface components {
             field?: string;
             /** @description The `_id` of the record a duplicate collides with. */
             existingId?: string;
+        };
+        /**
+         * Health
+         * @example {
+         *       "status": "ok",
+         *       "timestamp": "2026-11-24T12:00:00.000Z",
+         *       "region": "us"
+         *     }
+         */
+        Health: {
+            /** @enum {string} */
+            status: "ok";
+            /**
+             * Format: date-time
+             * @description Server time, ISO 8601.
+             */
+            timestamp: string;
+            /** @description Region code: us, eu, in or qa. */
+            region: string;
+        };
+        /**
+         * OpenApiDocument
+         * @description An OpenAPI 3.0 document.
+         * @example {
+         *       "openapi": "3.0.3",
+         *       "info": {
+         *         "title": "Parley API",
+         *         "version": "3.0.0"
+         *       },
+         *       "paths": {}
+         *     }
+         */
+        OpenApiDocument: {
+            [key: string]: unknown;
         };
         /**
          * EndUser
@@ -441,7 +489,31 @@ export interface components {
             /** @description ms since epoch */
             updatedAt: number;
         };
-        /** EndUserList */
+        /**
+         * EndUserList
+         * @example {
+         *       "data": [
+         *         {
+         *           "_id": "eu_3kTq9ZpW0bLm2XcV7nR4sA",
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "phone": "+14155550100",
+         *           "tags": [
+         *             "vip"
+         *           ],
+         *           "origin": "manual",
+         *           "channelIdentifiers": {
+         *             "msgapp": "+14155550100"
+         *           },
+         *           "consent": {},
+         *           "createdAt": 1795386969828,
+         *           "lastSeenAt": null,
+         *           "updatedAt": 1795386969828
+         *         }
+         *       ],
+         *       "nextCursor": "MTc5NTM4Njk2OTgyODpldV8za1RxOVpwVzBiTG0yWGNWN25SNHNB"
+         *     }
+         */
         EndUserList: {
             data: components["schemas"]["EndUser"][];
             /** @description Pass as cursor for the next page; null on the last page. */
@@ -450,6 +522,15 @@ export interface components {
         /**
          * EndUserCreateRequest
          * @description At least one of name, email, phone. Unknown fields are refused.
+         * @example {
+         *       "origin": "manual",
+         *       "name": "Ada Lovelace",
+         *       "email": "ada@example.com",
+         *       "phone": "+14155550100",
+         *       "tags": [
+         *         "vip"
+         *       ]
+         *     }
          */
         EndUserCreateRequest: {
             /**
@@ -482,7 +563,25 @@ export interface components {
                 };
             };
         };
-        /** EndUserBatchRequest */
+        /**
+         * EndUserBatchRequest
+         * @example {
+         *       "origin": "imported",
+         *       "endUsers": [
+         *         {
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "tags": [
+         *             "vip"
+         *           ]
+         *         },
+         *         {
+         *           "name": "Charles Babbage",
+         *           "phone": "+442071234567"
+         *         }
+         *       ]
+         *     }
+         */
         EndUserBatchRequest: {
             /**
              * @description How the record came in: inbound, imported or manual.
@@ -516,7 +615,43 @@ export interface components {
                 };
             }[];
         };
-        /** EndUserBatchResult */
+        /**
+         * EndUserBatchResult
+         * @example {
+         *       "created": 1,
+         *       "failed": 1,
+         *       "results": [
+         *         {
+         *           "index": 0,
+         *           "status": "created",
+         *           "endUser": {
+         *             "_id": "eu_3kTq9ZpW0bLm2XcV7nR4sA",
+         *             "name": "Ada Lovelace",
+         *             "email": "ada@example.com",
+         *             "phone": "+14155550100",
+         *             "tags": [
+         *               "vip"
+         *             ],
+         *             "origin": "manual",
+         *             "channelIdentifiers": {
+         *               "msgapp": "+14155550100"
+         *             },
+         *             "consent": {},
+         *             "createdAt": 1795386969828,
+         *             "lastSeenAt": null,
+         *             "updatedAt": 1795386969828
+         *           }
+         *         },
+         *         {
+         *           "index": 1,
+         *           "status": "failed",
+         *           "error": "The phone number is not valid.",
+         *           "code": "VALIDATION_ERROR",
+         *           "field": "phone"
+         *         }
+         *       ]
+         *     }
+         */
         EndUserBatchResult: {
             created: number;
             failed: number;
@@ -544,6 +679,14 @@ export interface components {
         /**
          * EndUserPatch
          * @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel. _id, origin, createdAt, updatedAt and lastSeenAt are read-only.
+         * @example {
+         *       "name": "Ada King",
+         *       "tags": [
+         *         "vip",
+         *         "2026"
+         *       ],
+         *       "email": null
+         *     }
          */
         EndUserPatch: {
             /** @description Display name: trimmed, then 1 to 200 characters with at least one visible character. */
@@ -571,20 +714,54 @@ export interface components {
                 } | null;
             } | null;
         };
-        /** EndUserDeleted */
+        /**
+         * EndUserDeleted
+         * @example {
+         *       "_id": "eu_3kTq9ZpW0bLm2XcV7nR4sA",
+         *       "deleted": true
+         *     }
+         */
         EndUserDeleted: {
             _id: string;
             /** @enum {boolean} */
             deleted: true;
         };
-        /** TemplateParameters */
+        /**
+         * TemplateParameters
+         * @example {
+         *       "body": [
+         *         "Ada",
+         *         "A-1042"
+         *       ],
+         *       "header": [
+         *         "Your order"
+         *       ]
+         *     }
+         */
         TemplateParameters: {
             /** @description Body parameters, in order; none empty, at most 1024 characters together. */
             body?: string[];
             /** @description Header parameters, in order; none empty, at most 60 characters together. */
             header?: string[];
         };
-        /** ChannelSendRequest */
+        /**
+         * ChannelSendRequest
+         * @example {
+         *       "channel": "msgapp",
+         *       "to": "+14155550100",
+         *       "type": "template",
+         *       "convId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
+         *       "template": {
+         *         "name": "order_update",
+         *         "language": "en_US",
+         *         "parameters": {
+         *           "body": [
+         *             "A-1042"
+         *           ]
+         *         }
+         *       }
+         *     }
+         */
         ChannelSendRequest: {
             /**
              * @description The channel; the only allowed value is `msgapp`.
@@ -623,7 +800,16 @@ export interface components {
                 text: string;
             };
         };
-        /** ChannelSendResponse */
+        /**
+         * ChannelSendResponse
+         * @example {
+         *       "success": true,
+         *       "messageType": "template",
+         *       "channel": "msgapp",
+         *       "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
+         *       "conversationId": "cnv_2bYw8sKq4nLm6RtPz0XcVa"
+         *     }
+         */
         ChannelSendResponse: {
             /** @enum {boolean} */
             success: true;
@@ -636,7 +822,14 @@ export interface components {
             /** @description The conversation the message joined (or opened): GET /api/conversations/{id}. Absent when the recipient cannot be an end user (a phone the end-user records refuse). */
             conversationId?: string;
         };
-        /** MessageStatus */
+        /**
+         * MessageStatus
+         * @example {
+         *       "status": "delivered",
+         *       "timestamp": 1795386971028,
+         *       "receivedAt": 1795386971059
+         *     }
+         */
         MessageStatus: {
             /** @description sent, delivered, read or failed. */
             status: string;
@@ -649,7 +842,33 @@ export interface components {
                 message: string;
             };
         };
-        /** Message */
+        /**
+         * Message
+         * @example {
+         *       "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
+         *       "id": "msg_9sDf3GhJ5kLz7XcV1bNm2Q",
+         *       "channel": "msgapp",
+         *       "convId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
+         *       "to": "+14155550100",
+         *       "type": "template",
+         *       "templateName": "order_update",
+         *       "status": "delivered",
+         *       "createdAt": 1795386969828,
+         *       "updatedAt": 1795386971059,
+         *       "statuses": [
+         *         {
+         *           "status": "sent",
+         *           "timestamp": 1795386970228,
+         *           "receivedAt": 1795386970248
+         *         },
+         *         {
+         *           "status": "delivered",
+         *           "timestamp": 1795386971028,
+         *           "receivedAt": 1795386971059
+         *         }
+         *       ]
+         *     }
+         */
         Message: {
             /** @description The provider's message ID. */
             messageId: string | null;
@@ -674,13 +893,63 @@ export interface components {
             /** @description Every status received, oldest first, once each. */
             statuses: components["schemas"]["MessageStatus"][];
         };
-        /** MessageResponse */
+        /**
+         * MessageResponse
+         * @example {
+         *       "success": true,
+         *       "message": {
+         *         "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
+         *         "id": "msg_9sDf3GhJ5kLz7XcV1bNm2Q",
+         *         "channel": "msgapp",
+         *         "convId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
+         *         "to": "+14155550100",
+         *         "type": "template",
+         *         "templateName": "order_update",
+         *         "status": "delivered",
+         *         "createdAt": 1795386969828,
+         *         "updatedAt": 1795386971059,
+         *         "statuses": [
+         *           {
+         *             "status": "sent",
+         *             "timestamp": 1795386970228,
+         *             "receivedAt": 1795386970248
+         *           },
+         *           {
+         *             "status": "delivered",
+         *             "timestamp": 1795386971028,
+         *             "receivedAt": 1795386971059
+         *           }
+         *         ]
+         *       }
+         *     }
+         */
         MessageResponse: {
             /** @enum {boolean} */
             success: true;
             message: components["schemas"]["Message"];
         };
-        /** TriggerStartRequest */
+        /**
+         * TriggerStartRequest
+         * @example {
+         *       "to": "+14155550100",
+         *       "parameters": {
+         *         "body": [
+         *           "Ada",
+         *           "A-1042"
+         *         ]
+         *       },
+         *       "endUser": {
+         *         "name": "Ada Lovelace",
+         *         "email": "ada@example.com",
+         *         "tags": [
+         *           "vip"
+         *         ]
+         *       },
+         *       "context": {
+         *         "orderId": "A-1042"
+         *       }
+         *     }
+         */
         TriggerStartRequest: {
             /**
              * @description The end user: a phone number in international format; normalized to E.164.
@@ -706,7 +975,16 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        /** TriggerStartResponse */
+        /**
+         * TriggerStartResponse
+         * @example {
+         *       "success": true,
+         *       "conversationId": "cnv_2bYw8sKq4nLm6RtPz0XcVa",
+         *       "endUserId": "eu_3kTq9ZpW0bLm2XcV7nR4sA",
+         *       "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
+         *       "created": true
+         *     }
+         */
         TriggerStartResponse: {
             /** @enum {boolean} */
             success: true;
@@ -757,14 +1035,55 @@ export interface components {
             /** @description ms since epoch. */
             closedAt: number | null;
         };
-        /** ConversationList */
+        /**
+         * ConversationList
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "cnv_2bYw8sKq4nLm6RtPz0XcVa",
+         *           "agentId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
+         *           "endUserId": "eu_3kTq9ZpW0bLm2XcV7nR4sA",
+         *           "triggerId": "order_shipped",
+         *           "campaignId": null,
+         *           "status": "open",
+         *           "context": {
+         *             "orderId": "A-1042"
+         *           },
+         *           "startedAt": 1795386969828,
+         *           "lastMessageAt": 1795386975120,
+         *           "closedAt": null
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         ConversationList: {
             /** @description Newest first (by start). */
             data: components["schemas"]["Conversation"][];
             /** @description Pass as cursor for the next page; null on the last page. */
             nextCursor: string | null;
         };
-        /** ConversationMessage */
+        /**
+         * ConversationMessage
+         * @example {
+         *       "id": "msg_9sDf3GhJ5kLz7XcV1bNm2Q",
+         *       "direction": "outbound",
+         *       "type": "template",
+         *       "template": {
+         *         "name": "order_update",
+         *         "language": "en_US",
+         *         "parameters": {
+         *           "body": [
+         *             "A-1042"
+         *           ],
+         *           "header": []
+         *         }
+         *       },
+         *       "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
+         *       "status": "read",
+         *       "createdAt": 1795386969828
+         *     }
+         */
         ConversationMessage: {
             /** @description Parley's ID of an outbound message (`msg_...`); the provider's message ID of an inbound one. */
             id: string;
@@ -789,19 +1108,80 @@ export interface components {
             /** @description When Parley stored it, ms since epoch. */
             createdAt: number;
         };
-        /** ConversationMessagePage */
+        /**
+         * ConversationMessagePage
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "msg_9sDf3GhJ5kLz7XcV1bNm2Q",
+         *           "direction": "outbound",
+         *           "type": "template",
+         *           "template": {
+         *             "name": "order_update",
+         *             "language": "en_US",
+         *             "parameters": {
+         *               "body": [
+         *                 "A-1042"
+         *               ],
+         *               "header": []
+         *             }
+         *           },
+         *           "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
+         *           "status": "read",
+         *           "createdAt": 1795386969828
+         *         },
+         *         {
+         *           "id": "msg_1aSd4FgH6jKl8ZxC2vBn3M",
+         *           "direction": "inbound",
+         *           "type": "message",
+         *           "text": "Where is my parcel?",
+         *           "messageId": "wamid.HBgLMTQxNTU1NTAxMDAVAgASGBQ",
+         *           "createdAt": 1795387029828
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         ConversationMessagePage: {
             /** @description Oldest first. */
             data: components["schemas"]["ConversationMessage"][];
             /** @description Pass as cursor for the next page; null on the last page. */
             nextCursor: string | null;
         };
-        /** CampaignWebhookRequest */
+        /**
+         * CampaignWebhookRequest
+         * @example {
+         *       "recipients": [
+         *         {
+         *           "to": "+14155550100",
+         *           "parameters": {
+         *             "body": [
+         *               "Ada"
+         *             ]
+         *           },
+         *           "dedupeKey": "order-A-1042",
+         *           "endUser": {
+         *             "name": "Ada Lovelace"
+         *           }
+         *         },
+         *         {
+         *           "to": "not a phone"
+         *         }
+         *       ]
+         *     }
+         */
         CampaignWebhookRequest: {
             /** @description 1 to 1000 recipients. */
             recipients: unknown[];
         };
-        /** CampaignRecipientResult */
+        /**
+         * CampaignRecipientResult
+         * @example {
+         *       "index": 0,
+         *       "status": "queued",
+         *       "deliveryId": "dlv_5fGh7JkL9mNp2QrS4tUv6W"
+         *     }
+         */
         CampaignRecipientResult: {
             /** @description Position of the recipient in the request. */
             index: number;
@@ -811,7 +1191,27 @@ export interface components {
             /** @description Why the recipient was rejected. */
             error?: string;
         };
-        /** CampaignWebhookResponse */
+        /**
+         * CampaignWebhookResponse
+         * @example {
+         *       "success": true,
+         *       "accepted": 1,
+         *       "duplicates": 0,
+         *       "rejected": 1,
+         *       "results": [
+         *         {
+         *           "index": 0,
+         *           "status": "queued",
+         *           "deliveryId": "dlv_5fGh7JkL9mNp2QrS4tUv6W"
+         *         },
+         *         {
+         *           "index": 1,
+         *           "status": "rejected",
+         *           "error": "`to` is not a phone number in international format."
+         *         }
+         *       ]
+         *     }
+         */
         CampaignWebhookResponse: {
             /** @enum {boolean} */
             success: true;
@@ -823,6 +1223,14 @@ export interface components {
         /**
          * CampaignCounts
          * @description Deliveries by status.
+         * @example {
+         *       "queued": 120,
+         *       "sending": 4,
+         *       "sent": 310,
+         *       "delivered": 2210,
+         *       "read": 1490,
+         *       "failed": 12
+         *     }
          */
         CampaignCounts: {
             queued: number;
@@ -832,7 +1240,27 @@ export interface components {
             read: number;
             failed: number;
         };
-        /** Campaign */
+        /**
+         * Campaign
+         * @example {
+         *       "id": "cmp_8jKl2MnB4vCx6ZaS9dFg1H",
+         *       "name": "Spring sale",
+         *       "agentId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
+         *       "template": "spring_sale",
+         *       "language": "en_US",
+         *       "status": "active",
+         *       "createdAt": 1795386969828,
+         *       "updatedAt": 1795386969828,
+         *       "counts": {
+         *         "queued": 120,
+         *         "sending": 4,
+         *         "sent": 310,
+         *         "delivered": 2210,
+         *         "read": 1490,
+         *         "failed": 12
+         *       }
+         *     }
+         */
         Campaign: {
             id: string;
             name: string;
@@ -879,10 +1307,150 @@ export interface components {
             sentAt: number | null;
             updatedAt: number;
         };
-        /** DeliveryList */
+        /**
+         * DeliveryList
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "dlv_5fGh7JkL9mNp2QrS4tUv6W",
+         *           "to": "+14155550100",
+         *           "endUserId": "eu_3kTq9ZpW0bLm2XcV7nR4sA",
+         *           "conversationId": "cnv_2bYw8sKq4nLm6RtPz0XcVa",
+         *           "status": "delivered",
+         *           "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
+         *           "error": null,
+         *           "createdAt": 1795386969828,
+         *           "sentAt": 1795386970011,
+         *           "updatedAt": 1795386972400
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         DeliveryList: {
             data: components["schemas"]["Delivery"][];
             nextCursor: string | null;
+        };
+        /**
+         * ProviderWebhookChallenge
+         * @description The challenge, as sent.
+         * @example 1158201444
+         */
+        ProviderWebhookChallenge: string;
+        /**
+         * ProviderWebhook
+         * @description The provider's webhook envelope: inbound messages (`value.messages`, routed by `metadata.phone_number_id`) and delivery statuses (`value.statuses`). Signed over these exact bytes.
+         * @example {
+         *       "object": "whatsapp_business_account",
+         *       "entry": [
+         *         {
+         *           "id": "102290129340398",
+         *           "changes": [
+         *             {
+         *               "field": "messages",
+         *               "value": {
+         *                 "messaging_product": "whatsapp",
+         *                 "metadata": {
+         *                   "display_phone_number": "15550783881",
+         *                   "phone_number_id": "106540352242922"
+         *                 },
+         *                 "statuses": [
+         *                   {
+         *                     "id": "wamid.HBgLMTQxNTU1NTAxMDA",
+         *                     "status": "delivered",
+         *                     "timestamp": "1795386971",
+         *                     "recipient_id": "14155550100"
+         *                   }
+         *                 ]
+         *               }
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        ProviderWebhook: {
+            /** @example whatsapp_business_account */
+            object: string;
+            entry: {
+                id: string;
+                changes: {
+                    /** @example messages */
+                    field: string;
+                    value: {
+                        metadata?: {
+                            display_phone_number: string;
+                            phone_number_id: string;
+                        };
+                        contacts?: {
+                            [key: string]: unknown;
+                        }[];
+                        messages?: {
+                            [key: string]: unknown;
+                        }[];
+                        statuses?: {
+                            [key: string]: unknown;
+                        }[];
+                    } & {
+                        [key: string]: unknown;
+                    };
+                }[];
+            }[];
+        };
+        /**
+         * ProviderWebhookReceived
+         * @example {
+         *       "received": 1
+         *     }
+         */
+        ProviderWebhookReceived: {
+            /** @description Messages and statuses queued. */
+            received: number;
+        };
+        /**
+         * SandboxInboundRequest
+         * @example {
+         *       "convId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
+         *       "from": "+14155550100",
+         *       "text": "Where is my parcel?",
+         *       "name": "Ada"
+         *     }
+         */
+        SandboxInboundRequest: {
+            /** @description The agent whose number receives the message; required with organization keys. */
+            convId?: string;
+            /**
+             * @description The user writing in, in international format.
+             * @example +14155550100
+             */
+            from: string;
+            /** @description The message text. */
+            text: string;
+            /** @description The user's profile name. */
+            name?: string;
+        };
+        /**
+         * SandboxInboundResponse
+         * @example {
+         *       "success": true,
+         *       "messageId": "wamid.sandbox.HBgLMTQxNTU1NTAxMDA"
+         *     }
+         */
+        SandboxInboundResponse: {
+            /** @enum {boolean} */
+            success: true;
+            /** @description The inbound message's provider ID. */
+            messageId: string;
+        };
+        /**
+         * Readiness
+         * @description Whether this node can serve: its database answers, and its Redis when one is configured.
+         * @example {
+         *       "status": "ready"
+         *     }
+         */
+        Readiness: {
+            status: "ready" | "unavailable";
         };
     };
     responses: never;
@@ -908,17 +1476,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        status: "ok";
-                        /**
-                         * Format: date-time
-                         * @description Server time, ISO 8601.
-                         */
-                        timestamp: string;
-                        /** @description Region code: us, eu, in or qa. */
-                        region: string;
-                    };
+                    "application/json": components["schemas"]["Health"];
                 };
             };
             /** @description Bad request: invalid input. */
@@ -965,9 +1523,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
             /** @description Bad request: invalid input. */
@@ -2766,7 +3322,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": string;
+                    "application/json": components["schemas"]["ProviderWebhookChallenge"];
                 };
             };
             /** @description The key is not allowed to do this. */
@@ -2810,34 +3366,7 @@ export interface operations {
         /** @description The provider's webhook envelope: inbound messages (`value.messages`, routed by `metadata.phone_number_id`) and delivery statuses (`value.statuses`). Signed over these exact bytes. */
         requestBody: {
             content: {
-                "application/json": {
-                    /** @example whatsapp_business_account */
-                    object: string;
-                    entry: {
-                        id: string;
-                        changes: {
-                            /** @example messages */
-                            field: string;
-                            value: {
-                                metadata?: {
-                                    display_phone_number: string;
-                                    phone_number_id: string;
-                                };
-                                contacts?: {
-                                    [key: string]: unknown;
-                                }[];
-                                messages?: {
-                                    [key: string]: unknown;
-                                }[];
-                                statuses?: {
-                                    [key: string]: unknown;
-                                }[];
-                            } & {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                    }[];
-                };
+                "application/json": components["schemas"]["ProviderWebhook"];
             };
         };
         responses: {
@@ -2847,10 +3376,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @description Messages and statuses queued. */
-                        received: number;
-                    };
+                    "application/json": components["schemas"]["ProviderWebhookReceived"];
                 };
             };
             /** @description Bad request: invalid input. */
@@ -2909,19 +3435,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The agent whose number receives the message; required with organization keys. */
-                    convId?: string;
-                    /**
-                     * @description The user writing in, in international format.
-                     * @example +14155550100
-                     */
-                    from: string;
-                    /** @description The message text. */
-                    text: string;
-                    /** @description The user's profile name. */
-                    name?: string;
-                };
+                "application/json": components["schemas"]["SandboxInboundRequest"];
             };
         };
         responses: {
@@ -2931,12 +3445,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @description The inbound message's provider ID. */
-                        messageId: string;
-                    };
+                    "application/json": components["schemas"]["SandboxInboundResponse"];
                 };
             };
             /** @description Bad request: invalid input. */
@@ -3019,9 +3528,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: "ready" | "unavailable";
-                    };
+                    "application/json": components["schemas"]["Readiness"];
                 };
             };
             /** @description Bad request: invalid input. */
@@ -3048,9 +3555,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        status: "ready" | "unavailable";
-                    };
+                    "application/json": components["schemas"]["Readiness"];
                 };
             };
         };
