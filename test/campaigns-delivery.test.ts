@@ -3,6 +3,7 @@
  * refuses past its throughput, a restart in the middle of a 1,000-recipient campaign, and two
  * nodes on one PostgreSQL schema working one campaign. Each ends with every delivery sent once.
  */
+
 import { describe, expect, it } from 'vitest';
 import { createCampaign } from '../src/campaigns/campaign.service.js';
 import { addNumber, assignNumber } from '../src/numbers/number.service.js';
@@ -15,6 +16,7 @@ import {
   postRecipients,
 } from './helpers/campaigns.js';
 import { makeKey, makeTenant } from './helpers/factories.js';
+import { call } from './helpers/http.js';
 import {
   createMessagingApp,
   createQuietTestApp,
@@ -223,7 +225,7 @@ describe.each(DIALECTS)('campaign delivery with an unknown outcome (%s)', (diale
         'the other failed',
         20_000,
       );
-      const list = await t.app.inject({
+      const list = await call(t, {
         method: 'GET',
         url: `/api/campaigns/${campaign.id}/deliveries`,
         headers: key.auth,

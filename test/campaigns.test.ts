@@ -3,6 +3,7 @@
  * per-recipient results, dedupe, Idempotency-Key, the campaign limits, pause and resume, the
  * sandbox's magic numbers, and what GET shows.
  */
+
 import { afterEach, describe, expect, it } from 'vitest';
 import { createCampaign } from '../src/campaigns/campaign.service.js';
 import { revokeKey } from '../src/keys/key.service.js';
@@ -18,6 +19,7 @@ import {
   postRecipients,
 } from './helpers/campaigns.js';
 import { makeCampaign, makeKey } from './helpers/factories.js';
+import { call } from './helpers/http.js';
 import { createMessagingApp, templateSend } from './helpers/messaging.js';
 import { until } from './helpers/wait.js';
 
@@ -66,7 +68,7 @@ describe.each(DIALECTS)('webhook campaigns (%s)', (dialect) => {
       expect(res.statusCode, res.body).toBe(status);
       expect(res.json()).toEqual(ENVELOPE);
       for (const url of [`/api/campaigns/${c.campaign.id}`, `/api/campaigns/${c.campaign.id}/deliveries`]) {
-        const get = await t.app.inject({ method: 'GET', url, headers });
+        const get = await call(t, { method: 'GET', url, headers });
         expect(get.statusCode, `${url} ${get.body}`).toBe(status);
         expect(get.json()).toEqual(ENVELOPE);
       }
@@ -123,7 +125,7 @@ describe.each(DIALECTS)('webhook campaigns (%s)', (dialect) => {
     const accepted = await acceptedPerRecipient(t, c.agent.id);
     expect([...accepted.entries()].sort()).toEqual([a, b, d].map((p) => [p, 1]).sort());
 
-    const list = await t.app.inject({
+    const list = await call(t, {
       method: 'GET',
       url: `/api/campaigns/${c.campaign.id}/deliveries`,
       headers: c.campaignKey.auth,
@@ -147,7 +149,7 @@ describe.each(DIALECTS)('webhook campaigns (%s)', (dialect) => {
       .executeTakeFirstOrThrow();
     expect(conv).toEqual({ campaign_id: c.campaign.id, agent_id: c.agent.id, end_user_id: eu.id });
 
-    const show = await t.app.inject({
+    const show = await call(t, {
       method: 'GET',
       url: `/api/campaigns/${c.campaign.id}`,
       headers: c.campaignKey.auth,
@@ -173,7 +175,7 @@ describe.each(DIALECTS)('webhook campaigns (%s)', (dialect) => {
       { recipients: Array.from({ length: 1001 }, () => ({ to: '+14155550100' })) },
       { recipients: [{ to: '+14155550100' }], extra: 1 },
     ]) {
-      const res = await t.app.inject({ method: 'POST', url, headers: c.campaignKey.auth, payload });
+      const res = await call(t, { method: 'POST', url, headers: c.campaignKey.auth, payload });
       expect(res.statusCode, res.body).toBe(400);
       expect(res.json()).toEqual(ENVELOPE);
     }
@@ -277,7 +279,7 @@ describe.each(DIALECTS)('webhook campaigns (%s)', (dialect) => {
     expect(byOrg.statusCode).toBe(429);
     expect(byOrg.json().error).toMatch(/this organization may make 3 requests per 60 seconds/);
     // The send endpoint's counters are separate.
-    const send = await t.app.inject({
+    const send = await call(t, {
       method: 'POST',
       url: '/api/channels/send',
       headers: c.agentKey.auth,
@@ -346,7 +348,7 @@ describe.each(DIALECTS)('webhook campaigns (%s)', (dialect) => {
       'three failures and two reads',
       60_000,
     );
-    const list = await t.app.inject({
+    const list = await call(t, {
       method: 'GET',
       url: `/api/campaigns/${c.campaign.id}/deliveries?status=failed`,
       headers: c.campaignKey.auth,
@@ -383,7 +385,7 @@ describe.each(DIALECTS)('webhook campaigns (%s)', (dialect) => {
     let cursor: string | null = null;
     do {
       const res: { statusCode: number; body: string; json(): { data: { id: string }[]; nextCursor: string | null } } =
-        await t.app.inject({
+        await call(t, {
           method: 'GET',
           url: `/api/campaigns/${c.campaign.id}/deliveries?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
           headers: c.campaignKey.auth,
@@ -393,7 +395,7 @@ describe.each(DIALECTS)('webhook campaigns (%s)', (dialect) => {
       cursor = res.json().nextCursor;
     } while (cursor);
     expect(new Set(seen).size).toBe(6);
-    const failed = await t.app.inject({
+    const failed = await call(t, {
       method: 'GET',
       url: `/api/campaigns/${c.campaign.id}/deliveries?status=failed`,
       headers: c.campaignKey.auth,
@@ -401,7 +403,7 @@ describe.each(DIALECTS)('webhook campaigns (%s)', (dialect) => {
     expect(failed.json().data).toHaveLength(1);
     expect(failed.json().data[0]).toMatchObject({ to: MAGIC_NUMBERS.notOnApp, status: 'failed', messageId: null });
     for (const q of ['status=nope', 'limit=0', 'cursor=abc']) {
-      const bad = await t.app.inject({
+      const bad = await call(t, {
         method: 'GET',
         url: `/api/campaigns/${c.campaign.id}/deliveries?${q}`,
         headers: c.campaignKey.auth,

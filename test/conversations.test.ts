@@ -10,6 +10,7 @@ import { randomBase62 } from '../src/shared/ids.js';
 import { DIALECTS } from './helpers/app.js';
 import { runCli } from './helpers/cli.js';
 import { makeKey, makeTrigger } from './helpers/factories.js';
+import { call } from './helpers/http.js';
 import {
   closedPort,
   createMessagingApp,
@@ -74,13 +75,13 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
     payload: unknown,
     headers: Record<string, string> = {},
   ) =>
-    t.app.inject({
+    call(t, {
       method: 'POST',
       url: `/api/triggers/${agentId}/${triggerId}`,
       headers: { ...auth, ...headers },
       payload: payload as Record<string, unknown>,
     });
-  const get = (auth: Record<string, string>, url: string) => t.app.inject({ method: 'GET', url, headers: auth });
+  const get = (auth: Record<string, string>, url: string) => call(t, { method: 'GET', url, headers: auth });
 
   it('a trigger opens a conversation, makes the end user from endUser, keeps the context, and tells the hook (signed)', async () => {
     const x = await tenantWithHook();
@@ -174,7 +175,7 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
       text: 'Where is my order?',
     });
 
-    const answer = await t.app.inject({
+    const answer = await call(t, {
       method: 'POST',
       url: '/api/channels/send',
       headers: x.agentKey.auth,
@@ -386,14 +387,14 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
     const x = await tenantWithHook();
     const to = randomPhone();
     const { conversationId } = (await start(x.orgKey.auth, x.agent.id, 'order_shipped', { to })).json();
-    const closed = await t.app.inject({
+    const closed = await call(t, {
       method: 'POST',
       url: `/api/conversations/${conversationId}/close`,
       headers: x.agentKey.auth,
     });
     expect(closed.statusCode, closed.body).toBe(200);
     expect(closed.json()).toMatchObject({ id: conversationId, status: 'closed', closedAt: expect.any(Number) });
-    const again = await t.app.inject({
+    const again = await call(t, {
       method: 'POST',
       url: `/api/conversations/${conversationId}/close`,
       headers: x.orgKey.auth,
@@ -542,7 +543,7 @@ describe.each(DIALECTS)('conversations: idle close, limits and restarts (%s)', (
         url: `${receiver.url}/idle`,
         events: 'conversation.closed',
       });
-      const res = await t.app.inject({
+      const res = await call(t, {
         method: 'POST',
         url: `/api/triggers/${tenant.agent.id}/hi`,
         headers: tenant.orgKey.auth,
@@ -553,7 +554,7 @@ describe.each(DIALECTS)('conversations: idle close, limits and restarts (%s)', (
       await until(() => receiver.received.some((r) => r.path === '/idle'), 'conversation.closed for idleness');
       const event = JSON.parse(receiver.received.find((r) => r.path === '/idle')?.body ?? '{}') as Event;
       expect(event).toMatchObject({ type: 'conversation.closed', data: { conversationId, reason: 'idle' } });
-      const got = await t.app.inject({
+      const got = await call(t, {
         method: 'GET',
         url: `/api/conversations/${conversationId}`,
         headers: tenant.orgKey.auth,
@@ -570,7 +571,7 @@ describe.each(DIALECTS)('conversations: idle close, limits and restarts (%s)', (
     try {
       const tenant = await makeSendingTenant(t.ctx);
       await makeTrigger(t.ctx, tenant.org.id, tenant.agent.id, 'hi');
-      const send = await t.app.inject({
+      const send = await call(t, {
         method: 'POST',
         url: '/api/channels/send',
         headers: tenant.agentKey.auth,
@@ -583,7 +584,7 @@ describe.each(DIALECTS)('conversations: idle close, limits and restarts (%s)', (
       });
       expect(send.statusCode, send.body).toBe(200);
       const trigger = () =>
-        t.app.inject({
+        call(t, {
           method: 'POST',
           url: `/api/triggers/${tenant.agent.id}/hi`,
           headers: tenant.agentKey.auth,
@@ -605,7 +606,7 @@ describe.each(DIALECTS)('conversations: idle close, limits and restarts (%s)', (
     const tenant = await makeSendingTenant(first.ctx);
     await makeTrigger(first.ctx, tenant.org.id, tenant.agent.id, 'hi');
     await createEndpoint(first.ctx.db, first.ctx.clock, { orgId: tenant.org.id, url: `${receiver.url}/restart` });
-    const res = await first.app.inject({
+    const res = await call(first, {
       method: 'POST',
       url: `/api/triggers/${tenant.agent.id}/hi`,
       headers: tenant.orgKey.auth,

@@ -546,7 +546,11 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     const doc = openApiDocument(t.app);
     const op = doc.paths['/webhooks/msgapp']?.post;
     expect(op?.requestBody).toMatchObject({
-      content: { 'application/json': { schema: { type: 'object', properties: { entry: { type: 'array' } } } } },
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/ProviderWebhook' } } },
+    });
+    expect(doc.components?.schemas?.ProviderWebhook).toMatchObject({
+      type: 'object',
+      properties: { entry: { type: 'array' } },
     });
     expect(op?.responses?.['401']?.description).toBe(
       'Missing or invalid X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the app secret).',

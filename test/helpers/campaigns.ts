@@ -2,6 +2,7 @@ import { createCampaign } from '../../src/campaigns/campaign.service.js';
 import type { AppContext } from '../../src/context.js';
 import type { TestApp } from './app.js';
 import { makeKey } from './factories.js';
+import { call } from './http.js';
 import { makeSendingTenant } from './messaging.js';
 
 /** A paid organization whose agent has a sandbox number, a campaign sending `hello_world`, and its key. */
@@ -30,7 +31,7 @@ export function postRecipients(
   recipients: unknown[],
   headers: Record<string, string> = {},
 ) {
-  return t.app.inject({
+  return call(t, {
     method: 'POST',
     url: `/api/campaigns/${campaignId}/webhook`,
     headers: { ...auth, ...headers },
@@ -39,7 +40,7 @@ export function postRecipients(
 }
 
 export async function campaignCounts(t: TestApp, campaignId: string, auth: Record<string, string>) {
-  const res = await t.app.inject({ method: 'GET', url: `/api/campaigns/${campaignId}`, headers: auth });
+  const res = await call(t, { method: 'GET', url: `/api/campaigns/${campaignId}`, headers: auth });
   if (res.statusCode !== 200) throw new Error(`GET campaign: ${res.statusCode} ${res.body}`);
   return res.json().counts as Record<'queued' | 'sending' | 'sent' | 'delivered' | 'read' | 'failed', number>;
 }

@@ -10,6 +10,7 @@ import type { Sandbox } from '../../src/sandbox/sandbox.js';
 import { providerJson, signBody } from '../../src/sandbox/sandbox.js';
 import { createTestApp, PG_URL, type TestApp, type TestAppOptions, type TestDialect } from './app.js';
 import { makeAgent, makeKey, makeTenant } from './factories.js';
+import { call } from './http.js';
 
 export interface MessagingTestApp extends TestApp {
   /** Parley's own address (it listens on an ephemeral port so the sandbox can call its webhook). */
@@ -257,7 +258,7 @@ export async function failWrites(
 /** Posts a webhook signed as the provider would, and waits until its work is done. */
 export async function postWebhook(t: TestApp, payload: unknown) {
   const { body, headers } = signedWebhook(t.ctx.messaging.appSecret, payload);
-  const res = await t.app.inject({ method: 'POST', url: '/webhooks/msgapp', headers, payload: body });
+  const res = await call(t, { method: 'POST', url: '/webhooks/msgapp', headers, payload: body });
   await t.ctx.messaging.webhooks.idle();
   return res;
 }
@@ -282,7 +283,7 @@ export async function dropTestData(t: TestApp): Promise<void> {
 
 /** A user writing in through the sandbox helper: POST /api/sandbox/inbound on `t` with `auth`. */
 export function sandboxInbound(t: TestApp, auth: Record<string, string>, from: string, text = 'hi') {
-  return t.app.inject({ method: 'POST', url: '/api/sandbox/inbound', headers: auth, payload: { from, text } });
+  return call(t, { method: 'POST', url: '/api/sandbox/inbound', headers: auth, payload: { from, text } });
 }
 
 /** The end users of an organization holding this phone (the given columns only). */
