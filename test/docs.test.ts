@@ -35,4 +35,11 @@ describe('the documentation', () => {
       expect(readme, page).toContain(`(${page})`);
     }
   });
+
+  it('shows the example bot in the README exactly as the file the conversation test runs', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const bot = readFileSync(join(ROOT, 'examples/echo-bot.mjs'), 'utf8');
+    expect(readme).toContain(`\`\`\`js\n${bot}\`\`\``);
+    expect(readme).toContain('PARLEY_WEBHOOK_ALLOW_PRIVATE=true');
+  });
 });
