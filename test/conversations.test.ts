@@ -18,8 +18,10 @@ import {
   type MessagingTestApp,
   makeNumber,
   makeSendingTenant,
+  postWebhook,
   randomPhone,
   sandboxInbound,
+  statusPayload,
   textSend,
 } from './helpers/messaging.js';
 import { startReceiver } from './helpers/receiver.js';
@@ -242,6 +244,53 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
         .map((e) => e.data.status)
         .sort(),
     ).toEqual(['delivered', 'read', 'sent']);
+  });
+
+  it('message.status reaches the hook with the provider’s error when a message fails; updatedSince filters the list', async () => {
+    const x = await tenantWithHook();
+    const to = randomPhone();
+    const started = await start(x.orgKey.auth, x.agent.id, 'order_shipped', { to });
+    expect(started.statusCode, started.body).toBe(200);
+    const { conversationId, messageId } = started.json() as { conversationId: string; messageId: string };
+    const failed = await postWebhook(
+      t,
+      statusPayload(x.number.phoneNumberId, [
+        {
+          id: messageId,
+          status: 'failed',
+          timestamp: Date.now(),
+          errors: [{ code: 131026, title: 'Message undeliverable', message: 'Message undeliverable' }],
+        },
+      ]),
+    );
+    expect(failed.statusCode).toBe(200);
+    await until(
+      () => eventsOf(x.where, 'message.status', conversationId).some((e) => e.data.status === 'failed'),
+      'the failed status at the hook',
+    );
+    const event = eventsOf(x.where, 'message.status', conversationId).find((e) => e.data.status === 'failed');
+    expect(event?.data).toMatchObject({
+      conversationId,
+      agentId: x.agent.id,
+      messageId,
+      status: 'failed',
+      error: { code: 131026, message: expect.stringMatching(/undeliverable/) },
+    });
+
+    // updatedSince: conversations touched at or after the time; later ones only.
+    const conversation = await get(x.orgKey.auth, `/api/conversations/${conversationId}`);
+    const lastMessageAt = conversation.json().lastMessageAt as number;
+    const list = (since: number) =>
+      get(x.orgKey.auth, `/api/conversations?agent=${x.agent.id}&updatedSince=${since}&limit=100`);
+    const before = await list(lastMessageAt - 1);
+    expect(before.statusCode, before.body).toBe(200);
+    expect(before.json().data.map((c: { id: string }) => c.id)).toContain(conversationId);
+    const after = await list(Date.now() + 60_000);
+    expect(after.statusCode).toBe(200);
+    expect(after.json().data).toEqual([]);
+    const bad = await get(x.orgKey.auth, '/api/conversations?updatedSince=yesterday');
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toEqual({ success: false, error: expect.stringMatching(/updatedSince/) });
   });
 
   it('the example echo bot answers every message, verified with standardwebhooks, through the sandbox', async () => {
@@ -595,6 +644,55 @@ describe.each(DIALECTS)('conversations: idle close, limits and restarts (%s)', (
       expect(refused.statusCode).toBe(429);
       expect(refused.headers['retry-after']).toBe('60');
       expect(refused.json()).toEqual({ success: false, error: expect.stringMatching(/Rate limit/) });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('the trigger endpoint counts against the per-organization limit too, across the organization’s keys', async () => {
+    const t = await createMessagingApp(dialect, {
+      env: { ...FAST, PARLEY_SEND_RATE_LIMIT: '50', PARLEY_SEND_RATE_LIMIT_ORG: '3' },
+    });
+    try {
+      const tenant = await makeSendingTenant(t.ctx);
+      await makeTrigger(t.ctx, tenant.org.id, tenant.agent.id, 'hi');
+      const trigger = (auth: Record<string, string>) =>
+        call(t, {
+          method: 'POST',
+          url: `/api/triggers/${tenant.agent.id}/hi`,
+          headers: auth,
+          payload: { to: randomPhone() },
+        });
+      const send = await call(t, {
+        method: 'POST',
+        url: '/api/channels/send',
+        headers: tenant.orgKey.auth,
+        payload: {
+          channel: 'msgapp',
+          to: randomPhone(),
+          type: 'template',
+          convId: tenant.agent.id,
+          template: { name: 'hello_world', language: 'en_US' },
+        },
+      });
+      expect(send.statusCode, send.body).toBe(200);
+      expect((await trigger(tenant.orgKey.auth)).statusCode).toBe(200);
+      expect((await trigger(tenant.agentKey.auth)).statusCode).toBe(200);
+      // The organization's fourth request in the window, on a key that made only one.
+      const refused = await trigger(tenant.agentKey.auth);
+      expect(refused.statusCode, refused.body).toBe(429);
+      expect(refused.headers['retry-after']).toBe('60');
+      expect(refused.json()).toEqual({ success: false, error: expect.stringMatching(/Rate limit/) });
+      // Another organization is not held back.
+      const stranger = await makeSendingTenant(t.ctx);
+      await makeTrigger(t.ctx, stranger.org.id, stranger.agent.id, 'hi');
+      const theirs = await call(t, {
+        method: 'POST',
+        url: `/api/triggers/${stranger.agent.id}/hi`,
+        headers: stranger.agentKey.auth,
+        payload: { to: randomPhone() },
+      });
+      expect(theirs.statusCode, theirs.body).toBe(200);
     } finally {
       await t.close();
     }

@@ -1,5 +1,8 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
 import { createEndpoint } from '../src/events/endpoint.service.js';
 import { EVENT_DELIVERY_QUEUE, emitEvent, eventId } from '../src/events/event.service.js';
 import { randomBase62 } from '../src/shared/ids.js';
@@ -110,6 +113,47 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     expect(got.map((r) => r.headers['webhook-id'])).toEqual([id, id, id]);
     expect(new Set(got.map((r) => r.body)).size).toBe(1);
     expect(await delivery(made ?? '')).toMatchObject({ status: 'delivered', attempts: 3, last_status_code: 204 });
+  });
+
+  it('a receiver that does not answer in time fails the attempt and is retried; the defaults are 15 s and the documented schedule', async () => {
+    const defaults = loadConfig({}, {}).events;
+    expect(defaults.timeoutMs).toBe(15_000);
+    // About 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h.
+    expect(defaults.retryDelaysMs).toEqual([5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+    const silent = createServer(() => {
+      // never answers
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const app = await createTestApp(dialect, { env: { ...FAST, PARLEY_EVENT_TIMEOUT_MS: '300' } });
+    try {
+      const org = await makeOrg(app.ctx);
+      const agent = await makeAgent(app.ctx, org.id);
+      const { port } = silent.address() as AddressInfo;
+      await createEndpoint(app.ctx.db, app.ctx.clock, { orgId: org.id, url: `http://127.0.0.1:${port}/hook` });
+      const [made] = await emitEvent(
+        { db: app.ctx.db, jobs: app.ctx.jobs, clock: app.ctx.clock },
+        {
+          id: eventId('message.status', randomBase62(9)),
+          type: 'message.status',
+          orgId: org.id,
+          agentId: agent.id,
+          data: {},
+          at: 0,
+        },
+      );
+      const row = () =>
+        app.ctx.db
+          .selectFrom('event_deliveries')
+          .selectAll()
+          .where('id', '=', made ?? '')
+          .executeTakeFirstOrThrow();
+      await until(async () => (await row()).attempts >= 2, 'a second attempt after the timeout');
+      expect(await row()).toMatchObject({ last_error: 'no answer within 0.3 seconds', last_status_code: null });
+    } finally {
+      await app.close();
+      silent.closeAllConnections();
+      await new Promise((resolve) => silent.close(resolve));
+    }
   });
 
   it('an agent-bound endpoint never sees another agent’s events; event filters hold', async () => {
