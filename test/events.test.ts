@@ -93,6 +93,58 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     ).toEqual([]);
   });
 
+  it('parley endpoint list shows an organization’s endpoints; endpoint delete removes one, and it gets no more events', async () => {
+    const org = await makeOrg(t.ctx);
+    const agent = await makeAgent(t.ctx, org.id);
+    const empty = await runCli(['endpoint', 'list', '--org', org.id], t.env);
+    expect(empty.code).toBe(0);
+    expect(empty.stdout.trim()).toBe('no endpoints');
+    const hookPath = path();
+    const allPath = path();
+    const hook = await createEndpoint(t.ctx.db, t.ctx.clock, {
+      orgId: org.id,
+      url: `${receiver.url}${hookPath}`,
+      agentId: agent.id,
+    });
+    const all = await createEndpoint(t.ctx.db, t.ctx.clock, {
+      orgId: org.id,
+      url: `${receiver.url}${allPath}`,
+      events: 'conversation.closed',
+    });
+    const listed = await runCli(['endpoint', 'list', '--org', org.id, '--json'], t.env);
+    expect(listed.code, listed.stderr).toBe(0);
+    const rows = listed.json<{ id: string; url: string; agentId: string | null; events: string[] }[]>();
+    expect(rows.map((r) => r.id).sort()).toEqual([hook.id, all.id].sort());
+    expect(rows.find((r) => r.id === hook.id)).toMatchObject({ url: `${receiver.url}${hookPath}`, agentId: agent.id });
+    expect(rows.find((r) => r.id === all.id)).toMatchObject({ agentId: null, events: ['conversation.closed'] });
+    expect(JSON.stringify(rows)).not.toMatch(/whsec_/);
+    const table = await runCli(['endpoint', 'list', '--org', org.id], t.env);
+    expect(table.stdout).toMatch(/^ID\s+URL\s+AGENT\s+EVENTS\s+STATE/m);
+    expect(table.stdout).toContain(hook.id);
+
+    const deleted = await runCli(['endpoint', 'delete', '--id', hook.id, '--json'], t.env);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(deleted.json()).toEqual({ id: hook.id, deleted: true });
+    const after = await runCli(['endpoint', 'list', '--org', org.id, '--json'], t.env);
+    expect(after.json<{ id: string }[]>().map((r) => r.id)).toEqual([all.id]);
+    const again = await runCli(['endpoint', 'delete', '--id', hook.id], t.env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/endpoint/i);
+
+    // An event after the deletion reaches the remaining endpoint only.
+    const [made] = await emitEvent(deps(), {
+      id: eventId('conversation.closed', randomBase62(10)),
+      type: 'conversation.closed',
+      orgId: org.id,
+      agentId: agent.id,
+      data: {},
+      at: Date.now(),
+    });
+    expect(made).toBeDefined();
+    await until(() => receiver.received.some((r) => r.path === allPath), 'the remaining endpoint’s delivery');
+    expect(receiver.received.some((r) => r.path === hookPath)).toBe(false);
+  });
+
   it('a receiver that fails twice then succeeds gets the same webhook-id three times', async () => {
     const org = await makeOrg(t.ctx);
     const agent = await makeAgent(t.ctx, org.id);
