@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBase62 } from '../src/shared/ids.js';
 import { DIALECTS, REDIS_URL } from './helpers/app.js';
+import { makeCampaignTenant, phones } from './helpers/campaigns.js';
 import { CLI_ENTRY } from './helpers/cli.js';
 import { makeKey } from './helpers/factories.js';
 import {
@@ -157,6 +158,8 @@ describe.skipIf(!REDIS_URL).each(DIALECTS)('rate limits shared through Redis by 
       PARLEY_REDIS_PREFIX: prefix,
       PARLEY_SEND_RATE_LIMIT: '3',
       PARLEY_SEND_RATE_LIMIT_ORG: '5',
+      PARLEY_CAMPAIGN_RATE_LIMIT: '2',
+      PARLEY_CAMPAIGN_RATE_LIMIT_ORG: '3',
       LOG_LEVEL: 'warn',
     };
     [one, two] = await Promise.all([startServe(env), startServe(env)]);
@@ -223,5 +226,31 @@ describe.skipIf(!REDIS_URL).each(DIALECTS)('rate limits shared through Redis by 
     const refused = await post(two, tenant.agentKey.auth, templateSend(undefined, randomPhone()));
     expect(refused.status).toBe(429);
     expect(refused.headers.get('ratelimit')).toMatch(/^"org";r=0;t=\d+$/);
+  });
+
+  it('counts the campaign endpoint’s own limits, per key and per organization, across both processes', async () => {
+    const c = await makeCampaignTenant(t.ctx);
+    const second = await makeKey(t.ctx, c.org.id, { scope: 'campaign', campaignId: c.campaign.id });
+    const postTo = (child: Child | undefined, auth: Record<string, string>) =>
+      fetch(`${child?.url}/api/campaigns/${c.campaign.id}/webhook`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ recipients: [{ to: phones(1)[0] }] }),
+      });
+    expect((await postTo(one, c.campaignKey.auth)).status).toBe(202);
+    expect((await postTo(two, c.campaignKey.auth)).status).toBe(202);
+    const byKey = await postTo(one, c.campaignKey.auth);
+    expect(byKey.status).toBe(429);
+    expect(byKey.headers.get('retry-after')).toBe('60');
+    expect(byKey.headers.get('ratelimit-policy')).toBe('"key";q=2;w=60, "org";q=3;w=60');
+    expect(((await byKey.json()) as { error: string }).error).toMatch(/this API key may make 2 requests/);
+    // The organization's third request, on another key and the other process; then its fourth.
+    expect((await postTo(two, second.auth)).status).toBe(202);
+    const byOrg = await postTo(one, second.auth);
+    expect(byOrg.status).toBe(429);
+    expect(((await byOrg.json()) as { error: string }).error).toMatch(/this organization may make 3 requests/);
+    // The send endpoint's counters are its own.
+    const send = await post(two, c.agentKey.auth, templateSend(undefined, randomPhone()));
+    expect(send.status).toBe(200);
   });
 });
