@@ -5,11 +5,13 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCampaign } from '../src/campaigns/campaign.service.js';
 import { createEndUser } from '../src/end-users/end-user.service.js';
+import { assignNumber } from '../src/numbers/number.service.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
 import { CHROMIUM, HAVE_CHROMIUM, IN_CI, launchChromium } from './helpers/browser.js';
 import { ROOT } from './helpers/cli.js';
 import { makeUser, PASSWORD } from './helpers/dashboard.js';
-import { makeAgent, makeOrg } from './helpers/factories.js';
+import { makeAgent, makeKey, makeOrg } from './helpers/factories.js';
+import { makeNumber } from './helpers/messaging.js';
 import { until } from './helpers/wait.js';
 
 /**
@@ -295,7 +297,13 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
     const errors: string[] = [];
     page.on('pageerror', (err) => errors.push(err.message));
     page.on('console', (msg) => {
-      if (msg.type() === 'error') errors.push(msg.text());
+      // The missing page at the end answers 404 on purpose.
+      if (msg.type() === 'error' && !/status of 404/.test(msg.text())) errors.push(msg.text());
+    });
+    // Every script, style and font comes from Parley: nothing is asked of another origin.
+    const outside: string[] = [];
+    page.on('request', (req) => {
+      if (!req.url().startsWith(`${base}/`) && !req.url().startsWith('data:')) outside.push(req.url());
     });
     await signIn(page, admin.email);
 
@@ -374,6 +382,57 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
     await expect.poll(() => page.getByRole('cell', { name: 'Grace Hopper' }).count()).toBe(0);
     await check(page, '23-end-users-search');
 
+    // A conversation: sent by the agent, answered by the end user, with delivery statuses.
+    const number = await makeNumber(ctx, org.id);
+    await assignNumber(ctx.db, org.id, agent.id, number.phone);
+    ctx.messaging.sandbox?.setWebhookUrl(`${base}/webhooks/msgapp`);
+    const channels = await makeKey(ctx, org.id, { permissions: ['channels'] });
+    const json = { ...channels.auth, 'content-type': 'application/json' };
+    const to = '+14155550142';
+    const sent = await fetch(`${base}/api/channels/send`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({
+        channel: 'msgapp',
+        to,
+        convId: agent.id,
+        type: 'template',
+        template: { name: 'hello_world', language: 'en_US' },
+      }),
+    });
+    expect(sent.status).toBe(200);
+    const { conversationId } = (await sent.json()) as { conversationId: string };
+    const inbound = await fetch(`${base}/api/sandbox/inbound`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ convId: agent.id, from: to, text: 'Where is my order?' }),
+    });
+    expect(inbound.status).toBe(200);
+    const thread = async () => {
+      const res = await fetch(`${base}/api/conversations/${conversationId}/messages`, { headers: channels.auth });
+      return ((await res.json()) as { data: { direction: string; status?: string }[] }).data;
+    };
+    await until(async () => {
+      const messages = await thread();
+      return messages.length === 2 && messages[0]?.status === 'read';
+    }, 'the reply and the statuses of the template');
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Conversations' }).click();
+    await page.getByRole('heading', { name: 'Conversations', level: 1 }).waitFor();
+    await page.locator(`a[href="/dashboard/conversations/${conversationId}"]`).click();
+    await page.getByRole('heading', { name: /^Conversation with eu_/, level: 1 }).waitFor();
+    const items = page.locator('ol.thread > li');
+    await expect.poll(() => items.count()).toBe(2);
+    expect(await items.nth(0).textContent()).toMatch(/^Agent .*Template hello_world \(read\)$/s);
+    expect(await items.nth(1).textContent()).toMatch(/^End user .*Where is my order\?$/s);
+    await check(page, '24-conversation-thread');
+
+    // A page that does not exist, and one of another organization, answer the same error page.
+    const missing = await page.goto(`${base}/dashboard/conversations/cnv_${'x'.repeat(22)}`);
+    expect(missing?.status()).toBe(404);
+    await page.getByRole('heading', { name: 'Not found', level: 1 }).waitFor();
+    await check(page, '25-not-found');
+
+    expect(outside).toEqual([]);
     expect(errors).toEqual([]);
     await context.close();
   }, 120_000);
