@@ -1,8 +1,10 @@
 /** The campaign commands of the CLI (the build), on the same database as a running app. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
+import { makeCampaignTenant, phones, postRecipients } from './helpers/campaigns.js';
 import { runCli } from './helpers/cli.js';
 import { makeAgent, makeOrg } from './helpers/factories.js';
+import { call } from './helpers/http.js';
 
 describe.each(DIALECTS)('parley campaign (%s)', (dialect) => {
   let t: TestApp;
@@ -75,6 +77,61 @@ describe.each(DIALECTS)('parley campaign (%s)', (dialect) => {
     });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ id, status: 'active' });
+  });
+
+  it('removes a campaign: its keys are refused at once, its queued deliveries never go out, the audit log says so', async () => {
+    // Jobs are not worked here, so the accepted recipients stay queued until the removal.
+    const app = await createTestApp(dialect, { workJobs: false });
+    try {
+      const c = await makeCampaignTenant(app.ctx);
+      const auth = c.campaignKey.auth;
+      const accepted = await postRecipients(
+        app,
+        c.campaign.id,
+        auth,
+        phones(3).map((to) => ({ to })),
+      );
+      expect(accepted.statusCode, accepted.body).toBe(202);
+      // The key is now in the server's cache.
+      const before = await call(app, { method: 'GET', url: `/api/campaigns/${c.campaign.id}`, headers: auth });
+      expect(before.statusCode).toBe(200);
+      expect(before.json().counts.queued).toBe(3);
+
+      const removed = await runCli(['campaign', 'remove', '--org', c.org.id, '--id', c.campaign.id, '--json'], app.env);
+      expect(removed.code, removed.stderr).toBe(0);
+      expect(removed.json()).toEqual({ id: c.campaign.id, name: 'Spring launch', removed: true, keys: 1, unsent: 3 });
+
+      const after = await call(app, { method: 'GET', url: `/api/campaigns/${c.campaign.id}`, headers: auth });
+      expect(after.statusCode).toBe(401);
+      const posted = await postRecipients(app, c.campaign.id, auth, [{ to: phones(1)[0] }]);
+      expect(posted.statusCode).toBe(401);
+      const list = await runCli(['campaign', 'list', '--org', c.org.id, '--json'], app.env);
+      expect(list.json()).toEqual([]);
+      const left = await app.ctx.db
+        .selectFrom('campaign_deliveries')
+        .select('id')
+        .where('campaign_id', '=', c.campaign.id)
+        .execute();
+      expect(left).toEqual([]);
+      const audit = await runCli(['audit', 'list', '--org', c.org.id, '--json'], app.env);
+      expect(audit.json<{ actor: string; action: string; targetId: string }[]>()).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ actor: 'cli', action: 'campaign.removed', targetId: c.campaign.id }),
+        ]),
+      );
+
+      // The jobs already queued for it find nothing: no message goes out.
+      app.ctx.jobs.start();
+      await app.ctx.jobs.drained();
+      const sent = await app.ctx.db.selectFrom('messages').select('id').where('agent_id', '=', c.agent.id).execute();
+      expect(sent).toEqual([]);
+
+      const again = await runCli(['campaign', 'remove', '--org', c.org.id, '--id', c.campaign.id], app.env);
+      expect(again.code).toBe(1);
+      expect(again.stderr).toMatch(/No campaign with ID/);
+    } finally {
+      await app.close();
+    }
   });
 
   it('refuses what cannot be a campaign with a sentence and exit code 1', async () => {

@@ -371,16 +371,25 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
       .toMatch(/^Revoked /);
     expect(await campaignApi(key)).toBe(401);
 
+    // Removing the campaign asks first; cancelled here.
+    await page.getByRole('button', { name: 'Remove campaign' }).click();
+    const remove = page.getByRole('dialog', { name: 'Remove campaign Autumn sale?' });
+    await remove.waitFor();
+    await check(page, '22-campaign-remove');
+    await remove.getByRole('button', { name: 'Cancel' }).click();
+    await remove.waitFor({ state: 'hidden' });
+    await page.getByRole('heading', { name: 'Autumn sale', level: 1 }).waitFor();
+
     // End users, with search.
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'End users' }).click();
     await page.getByRole('heading', { name: 'End users', level: 1 }).waitFor();
     await page.getByRole('cell', { name: 'Grace Hopper' }).waitFor();
-    await check(page, '22-end-users');
+    await check(page, '23-end-users');
     await page.getByLabel('Search by name, email or phone').fill('ada');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByRole('cell', { name: 'ada@example.com' }).waitFor();
     await expect.poll(() => page.getByRole('cell', { name: 'Grace Hopper' }).count()).toBe(0);
-    await check(page, '23-end-users-search');
+    await check(page, '24-end-users-search');
 
     // A conversation: sent by the agent, answered by the end user, with delivery statuses.
     const number = await makeNumber(ctx, org.id);
@@ -424,13 +433,13 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
     await expect.poll(() => items.count()).toBe(2);
     expect(await items.nth(0).textContent()).toMatch(/^Agent .*Template hello_world \(read\)$/s);
     expect(await items.nth(1).textContent()).toMatch(/^End user .*Where is my order\?$/s);
-    await check(page, '24-conversation-thread');
+    await check(page, '25-conversation-thread');
 
     // A page that does not exist, and one of another organization, answer the same error page.
     const missing = await page.goto(`${base}/dashboard/conversations/cnv_${'x'.repeat(22)}`);
     expect(missing?.status()).toBe(404);
     await page.getByRole('heading', { name: 'Not found', level: 1 }).waitFor();
-    await check(page, '25-not-found');
+    await check(page, '26-not-found');
 
     expect(outside).toEqual([]);
     expect(errors).toEqual([]);

@@ -146,6 +146,50 @@ describe.each(DIALECTS)('dashboard campaigns and end users (%s)', (dialect) => {
     expect((await postRecipients(t, tenant.campaign.id, tenant.campaignKey.auth, [{ to }])).statusCode).toBe(202);
   });
 
+  it('removes a campaign after a confirmation: owners and admins only; its key is refused; the audit log names who', async () => {
+    const { app, ctx } = t;
+    const tenant = await makeCampaignTenant(ctx);
+    const adminUser = await makeUser(ctx, tenant.org.id, 'admin');
+    const admin = await signInAs(app, adminUser.email);
+    const member = await signInAs(app, (await makeUser(ctx, tenant.org.id, 'member')).email);
+    const stranger = await signInAs(app, (await makeUser(ctx, (await makeOrg(ctx)).id, 'owner')).email);
+    const base = `/dashboard/campaigns/${tenant.campaign.id}`;
+
+    // The confirmation: a dialog through htmx, or the page with it open without JavaScript.
+    const page = await admin.get(base);
+    expect(page.body).toContain(`href="${base}?remove=1" hx-get="${base}/remove"`);
+    expect((await member.get(base)).body).not.toContain('Remove campaign');
+    const dialog = await admin.get(`${base}/remove`, HTMX);
+    expect(dialog.statusCode).toBe(200);
+    expect(dialog.body).toContain('Remove campaign Spring launch?');
+    expect(dialog.body).toMatch(/its 0 queued deliveries are never sent/);
+    const plain = await admin.get(`${base}/remove`);
+    expect(plain.statusCode).toBe(303);
+    expect(plain.headers.location).toBe(`${base}?remove=1`);
+    expect((await admin.get(`${base}?remove=1`)).body).toContain(
+      'aria-labelledby="remove-campaign-title" data-modal open',
+    );
+
+    expect((await member.get(`${base}/remove`, HTMX)).statusCode).toBe(403);
+    expect((await member.post(`${base}/remove`, { _csrf: member.csrf })).statusCode).toBe(403);
+    expect((await admin.post(`${base}/remove`, {})).statusCode).toBe(403);
+    expect((await stranger.post(`${base}/remove`, { _csrf: stranger.csrf })).statusCode).toBe(404);
+    const [to] = phones(1);
+    expect((await postRecipients(t, tenant.campaign.id, tenant.campaignKey.auth, [{ to }])).statusCode).toBe(202);
+
+    const removed = await admin.post(`${base}/remove`, { _csrf: admin.csrf }, HTMX);
+    expect(removed.statusCode).toBe(204);
+    expect(removed.headers['hx-redirect']).toBe('/dashboard/campaigns?removed=Spring%20launch');
+    const list = await admin.get('/dashboard/campaigns?removed=Spring%20launch');
+    expect(list.body).toContain('Removed campaign <strong>Spring launch</strong>.');
+    expect(list.body).not.toContain(tenant.campaign.id);
+    expect((await admin.get(base)).statusCode).toBe(404);
+    expect((await postRecipients(t, tenant.campaign.id, tenant.campaignKey.auth, [{ to }])).statusCode).toBe(401);
+    const audit = await admin.get('/dashboard/audit');
+    expect(audit.statusCode).toBe(200);
+    expect(audit.body).toMatch(new RegExp(`${adminUser.email}[\\s\\S]*Removed campaign`));
+  });
+
   it("shows another organization's campaign to nobody", async () => {
     const { app, ctx } = t;
     const tenant = await makeCampaignTenant(ctx);

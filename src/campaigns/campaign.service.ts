@@ -179,3 +179,60 @@ export async function resumeCampaign(
   if (!row) throw new AppError('NOT_FOUND', `No campaign with ID '${clip(campaignId, 64)}' in this organization.`);
   return toCampaign(row);
 }
+
+/** What a removal took with it. */
+export interface RemovedCampaign {
+  id: string;
+  name: string;
+  removed: true;
+  /** The campaign's keys, deleted with it: the next request with any of them is a 401. */
+  keys: number;
+  /** Deliveries still queued, never sent now (one already being sent finishes). */
+  unsent: number;
+}
+
+/**
+ * Removes a campaign for good, in one transaction: its keys (refused on the very next request on
+ * every node: deleting a key moves the key epoch), its deliveries and dedupe keys. Messages it
+ * already sent, and their conversations, stay (a conversation keeps the campaign's ID). A delivery
+ * job that runs later finds nothing and ends; a send already in the provider's hands finishes.
+ */
+export async function removeCampaign(
+  db: Kysely<DB>,
+  clock: Clock,
+  input: { orgId: string; campaignId: string; actor?: string | undefined },
+): Promise<RemovedCampaign> {
+  return inTransaction(db, async (trx) => {
+    const row = await findCampaignRow(trx, input.orgId, input.campaignId);
+    if (!row) {
+      throw new AppError('NOT_FOUND', `No campaign with ID '${clip(input.campaignId, 64)}' in this organization.`);
+    }
+    const counts = await countDeliveries(trx, row.id);
+    const keys = await trx
+      .deleteFrom('api_keys')
+      .where('org_id', '=', row.org_id)
+      .where('campaign_id', '=', row.id)
+      .executeTakeFirst();
+    // Deliveries and dedupe keys go with the campaign (ON DELETE CASCADE).
+    await trx.deleteFrom('campaigns').where('org_id', '=', row.org_id).where('id', '=', row.id).execute();
+    const removed: RemovedCampaign = {
+      id: row.id,
+      name: row.name,
+      removed: true,
+      keys: Number(keys.numDeletedRows),
+      unsent: counts.queued,
+    };
+    if (input.actor) {
+      await recordAudit(trx, {
+        orgId: row.org_id,
+        actor: input.actor,
+        action: 'campaign.removed',
+        targetType: 'campaign',
+        targetId: row.id,
+        details: { name: row.name, keys: removed.keys, unsent: removed.unsent },
+        at: clock.now(),
+      });
+    }
+    return removed;
+  });
+}

@@ -76,6 +76,7 @@ const EXAMPLES: Record<string, string> = {
   'campaign show': 'parley campaign show --org org_... --id cmp_...',
   'campaign pause': 'parley campaign pause --org org_... --id cmp_...',
   'campaign resume': 'parley campaign resume --org org_... --id cmp_...',
+  'campaign remove': 'parley campaign remove --org org_... --id cmp_... --json',
   'user create': 'parley user create --org org_... --email ada@example.com --role owner --password-stdin',
   'user list': 'parley user list --org org_...',
   'user remove': 'parley user remove --org org_... --email ada@example.com',

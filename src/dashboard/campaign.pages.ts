@@ -8,6 +8,7 @@ import {
   getCampaign,
   listCampaigns,
   pauseCampaign,
+  removeCampaign,
   resumeCampaign,
 } from '../campaigns/campaign.service.js';
 import type { AppContext } from '../context.js';
@@ -62,6 +63,7 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
         org: session.org,
         statuses: STATUSES,
         rows,
+        removed: (request.query as Record<string, string | undefined>).removed?.slice(0, 200),
       }),
     );
   });
@@ -140,6 +142,15 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
       base: `${pagePath(campaignId)}/keys`,
       back: pagePath(campaignId),
     });
+  const removeDialog = async (session: Session, campaignId: string, open: boolean) => {
+    const campaign = await campaignWithCounts(db, session.org.id, campaignId);
+    return renderPartial('removeCampaignDialog', {
+      csrfToken: session.csrfToken,
+      campaign,
+      queued: campaign.counts.queued,
+      open,
+    });
+  };
   const mayCreate = (session: Session) => canManage(session) && session.org.plan === 'paid';
 
   app.get('/dashboard/campaigns/:campaignId', kit.signedIn, async (request, reply) => {
@@ -151,14 +162,31 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
       dialog = keyDialog(session, await getCampaign(db, session.org.id, campaignId), '', true);
     } else if (query.revoke && canManage(session)) {
       dialog = revokeDialog(session, campaignId, await findCampaignKey(session.org.id, campaignId, query.revoke), true);
+    } else if (query.remove !== undefined && canManage(session)) {
+      dialog = await removeDialog(session, campaignId, true);
     }
     return kit.html(reply, await campaignPage(session, campaignId, query.cursor, dialog));
   });
 
+  app.get('/dashboard/campaigns/:campaignId/remove', kit.signedIn, async (request, reply) => {
+    const session = kit.sessionOf(request);
+    kit.mustManage(session);
+    const { campaignId } = request.params as { campaignId: string };
+    if (!kit.isHtmx(request)) return reply.redirect(`${pagePath(campaignId)}?remove=1`, 303);
+    return kit.html(reply, await removeDialog(session, campaignId, false));
+  });
   app.post('/dashboard/campaigns/:campaignId/:change', kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);
     kit.mustManage(session);
     const { campaignId, change } = request.params as { campaignId: string; change: string };
+    if (change === 'remove') {
+      const removed = await removeCampaign(db, clock, {
+        orgId: session.org.id,
+        campaignId,
+        actor: session.user.email,
+      });
+      return kit.redirectAfterPost(request, reply, `/dashboard/campaigns?removed=${encodeURIComponent(removed.name)}`);
+    }
     if (change === 'pause') await pauseCampaign(db, clock, session.org.id, campaignId);
     else if (change === 'resume') await resumeCampaign(db, ctx.jobs, clock, session.org.id, campaignId);
     else throw new AppError('NOT_FOUND', 'No such action.');

@@ -184,6 +184,20 @@ const TEMPLATES: Record<string, string> = {
 </article>
 </dialog>`,
 
+  removeCampaignDialog: `<dialog aria-labelledby="remove-campaign-title" data-modal<% if (it.open) { %> open<% } %>>
+<article>
+<h2 id="remove-campaign-title">Remove campaign <%= it.campaign.name %>?</h2>
+<p>The campaign is removed for good: its keys stop working at once (their next request gets 401), its <%= it.queued %> queued deliver<%= it.queued === 1 ? 'y is' : 'ies are' %> never sent, and its deliveries are no longer listed. Messages it already sent, and their conversations, stay. This cannot be undone.</p>
+<form method="post" action="/dashboard/campaigns/<%= it.campaign.id %>/remove" hx-post="/dashboard/campaigns/<%= it.campaign.id %>/remove" hx-target="#dialog-slot">
+<input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
+<footer>
+<a href="/dashboard/campaigns/<%= it.campaign.id %>" role="button" class="secondary" data-close>Cancel</a>
+<button type="submit">Remove</button>
+</footer>
+</form>
+</article>
+</dialog>`,
+
   upgradeDialog: `<dialog aria-labelledby="upgrade-dialog-title" data-modal<% if (it.open) { %> open<% } %>>
 <article>
 <h2 id="upgrade-dialog-title">Upgrade to the paid plan?</h2>
@@ -298,6 +312,7 @@ const TEMPLATES: Record<string, string> = {
 <% } %>`,
 
   campaigns: `<h1>Campaigns</h1>
+<% if (it.removed) { %><p role="status">Removed campaign <strong><%= it.removed %></strong>.</p><% } %>
 <% if (it.rows.length === 0) { %>
 <p>No campaigns yet. Create one with <code>npx parley campaign create</code>; it then appears here with its keys and deliveries.</p>
 <% } else { %>
@@ -323,6 +338,7 @@ const TEMPLATES: Record<string, string> = {
 <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
 <button type="submit"<% if (it.campaign.status !== 'paused') { %> class="secondary"<% } %>><%= it.campaign.status === 'paused' ? 'Resume' : 'Pause' %></button>
 </form>
+<a href="/dashboard/campaigns/<%= it.campaign.id %>?remove=1" hx-get="/dashboard/campaigns/<%= it.campaign.id %>/remove" hx-target="#dialog-slot" role="button" class="secondary outline">Remove campaign</a>
 <% } %>
 <h2>Deliveries by status</h2>
 <table>

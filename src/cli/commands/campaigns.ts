@@ -7,6 +7,7 @@ import {
   createCampaign,
   listCampaigns,
   pauseCampaign,
+  removeCampaign,
   resumeCampaign,
 } from '../../campaigns/campaign.service.js';
 import { CampaignDeliverer } from '../../campaigns/deliver-campaign.task.js';
@@ -156,6 +157,32 @@ export function registerCampaignCommands(program: Command): void {
           const paused = await pauseCampaign(database.db, clock, flags.org, flags.id);
           if (flags.json) printJson(publicFields(paused));
           else print(`paused campaign ${describe(paused)}`);
+        });
+      }),
+    );
+
+  dbOptions(
+    campaign
+      .command('remove')
+      .description('remove a campaign for good: its keys stop working at once, queued deliveries are never sent'),
+  )
+    .requiredOption('--org <id>', 'organization ID')
+    .requiredOption('--id <id>', 'campaign ID')
+    .action(
+      action(async (flags: Flags & { id: string }) => {
+        await withAdmin(flags, async ({ database, clock }) => {
+          const removed = await removeCampaign(database.db, clock, {
+            orgId: flags.org,
+            campaignId: flags.id,
+            actor: CLI_ACTOR,
+          });
+          if (flags.json) printJson(removed);
+          else {
+            print(`removed campaign ${removed.id} (${removed.name})`);
+            print(
+              `  ${removed.keys} key(s) deleted, ${removed.unsent} queued deliver${removed.unsent === 1 ? 'y' : 'ies'} not sent`,
+            );
+          }
         });
       }),
     );
