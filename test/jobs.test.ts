@@ -91,6 +91,64 @@ describe.each(DIALECTS)('job runner (%s)', (dialect) => {
     expect(seen.sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, n) => n));
   });
 
+  it('a queue with batches hands its jobs over together; what the batch leaves, or a failing batch, runs job by job', async () => {
+    const queue = `q_${randomBase62(6).toLowerCase()}`;
+    const batches: number[][] = [];
+    const single: number[] = [];
+    let failNextBatch = false;
+    // Started only once everything is queued, so the first claim sees them all.
+    const r = await runner(
+      (x) =>
+        x.define<{ n: number }>({
+          name: queue,
+          concurrency: 2,
+          retryDelaysMs: [10],
+          handler: async (payload) => {
+            if (payload.n === 13 && !single.includes(13)) {
+              single.push(13);
+              throw new Error('unlucky once');
+            }
+            single.push(payload.n);
+          },
+          batch: {
+            size: 5,
+            handler: async (jobs) => {
+              batches.push(jobs.map((j) => j.payload.n));
+              if (failNextBatch) {
+                failNextBatch = false;
+                throw new Error('the whole batch fails');
+              }
+              // Odd numbers are left to run on their own.
+              return jobs.filter((j) => j.payload.n % 2 === 0).map((j) => j.job.id);
+            },
+          },
+        }),
+      { start: false },
+    );
+    for (let n = 0; n < 12; n++) await r.enqueue(queue, { n });
+    r.start();
+    await r.drained([queue]);
+    expect(batches.every((b) => b.length <= 5)).toBe(true);
+    expect(batches.flat().sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    expect(batches.length).toBeLessThanOrEqual(4);
+    expect(single.sort((a, b) => a - b)).toEqual([1, 3, 5, 7, 9, 11]);
+
+    // A batch that throws: each of its jobs runs on its own, with its retries.
+    failNextBatch = true;
+    single.length = 0;
+    batches.length = 0;
+    await r.enqueue(queue, { n: 12 });
+    await r.enqueue(queue, { n: 13 });
+    await r.drained([queue]);
+    expect(batches.flat().sort((a, b) => a - b)).toEqual(
+      batches.length === 1 ? [12, 13] : expect.arrayContaining([12, 13]),
+    );
+    // 13 failed once on its own and ran again; 12 ran on its own too, after the failed batch.
+    expect(single.filter((n) => n === 13)).toHaveLength(2);
+    expect(single).toContain(12);
+    expect((await r.counts()).filter((c) => c.queue === queue && c.count > 0)).toEqual([]);
+  });
+
   it('retries on its schedule, keeps the last failure as a dead letter, and replays it', async () => {
     const queue = `q_${randomBase62(6).toLowerCase()}`;
     const attempts: JobInfo[] = [];

@@ -210,6 +210,64 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     expect((await getMessage(id)).json().message.status).toBe('delivered');
   });
 
+  it('many bodies at once: each status applied once (on PostgreSQL in batches, one commit each); a failing one holds back no other', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) ids.push(await sendOne());
+    const bad = ids[7] ?? '';
+    const restore = await failWrites(t, 'message_statuses', 'INSERT', {
+      column: 'message_id',
+      value: await ownIdOf(bad),
+    });
+    const webhooks = t.ctx.messaging.webhooks;
+    const batchSizes: number[] = [];
+    const applyStatusBatch = webhooks.applyStatusBatch;
+    webhooks.applyStatusBatch = (jobs) => {
+      batchSizes.push(jobs.length);
+      return applyStatusBatch.call(webhooks, jobs);
+    };
+    webhooks.retryDelaysMs = [20, 20];
+    const before = await storedWebhooks(t);
+    try {
+      // Stored in one transaction, so that the first claim finds them all.
+      await t.ctx.db.transaction().execute(async (trx) => {
+        for (const [i, id] of ids.entries()) {
+          const raw = JSON.stringify(statusPayload(pid(), [{ id, status: 'delivered', timestamp: T0 + 5000 + i }]));
+          await t.ctx.jobs.enqueue(PROVIDER_WEBHOOK_QUEUE, { raw, receivedAt: T0 + 6000 }, { db: trx });
+        }
+      });
+      t.ctx.jobs.wake(PROVIDER_WEBHOOK_QUEUE);
+      await webhooks.idle();
+    } finally {
+      webhooks.applyStatusBatch = applyStatusBatch;
+      webhooks.retryDelaysMs = [500, 2000, 8000, 30000];
+      await restore();
+    }
+    for (const id of ids) {
+      const message = (await getMessage(id)).json().message;
+      expect(message.status, id).toBe(id === bad ? 'accepted' : 'delivered');
+      if (id !== bad)
+        expect(message.statuses.filter((x: { status: string }) => x.status === 'delivered')).toHaveLength(1);
+    }
+    const kept = (await storedWebhooks(t)).filter((r) => !before.some((b) => b.id === r.id));
+    expect(kept).toMatchObject([{ state: 'failed', last_error: expect.stringMatching(/injected failure/) }]);
+    // The tests below count the inbox's rows: this one has been checked.
+    await t.ctx.db
+      .deleteFrom('webhook_inbox')
+      .where(
+        'id',
+        'in',
+        kept.map((r) => r.id),
+      )
+      .execute();
+    if (dialect === 'postgres') {
+      // The first claim took all 30: a batch of 20 and one of 10; the failing body rolled its batch
+      // back, and each of that batch's bodies then ran on its own.
+      expect(batchSizes.slice(0, 2).sort((a, b) => a - b)).toEqual([10, 20]);
+    } else {
+      expect(batchSizes).toEqual([]);
+    }
+  });
+
   it('bodies left in the inbox by a stopped process are applied at the next start', async () => {
     const id = await sendOne();
     // As a crash would leave them: acknowledged to the provider, never processed.

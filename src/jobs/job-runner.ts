@@ -53,6 +53,17 @@ export interface QueueDefinition<P> {
    * store of its own, such as the provider webhooks'); the job is then done.
    */
   readonly onLastFailure?: (payload: P, job: JobInfo, err: unknown) => Promise<void>;
+  /**
+   * Jobs of this queue run together, up to `size` at a time (`concurrency` then counts batches):
+   * `handler` gets them at once and resolves with the IDs of those it finished (their work
+   * committed); those are completed together, and every other job of the batch runs on its own
+   * through the queue's `handler`, as without batches (retries and dead letters included). A batch
+   * handler that throws leaves every job of the batch to run on its own.
+   */
+  readonly batch?: {
+    readonly size: number;
+    readonly handler: (jobs: readonly { readonly payload: P; readonly job: JobInfo }[]) => Promise<readonly string[]>;
+  };
 }
 
 export interface EnqueueOptions {
@@ -87,6 +98,8 @@ export interface JobStore {
   /** Renews the lease of running jobs. */
   extend(queue: string, ids: readonly string[], leaseMs: number): Promise<void>;
   complete(job: ClaimedJob, db?: Kysely<DB>): Promise<void>;
+  /** Completes jobs of one queue together. */
+  completeMany(queue: string, jobs: readonly ClaimedJob[]): Promise<void>;
   /** Runs the job again at `runAt`, as attempt `attempt`, remembering the error. */
   reschedule(job: ClaimedJob, attempt: number, runAt: number, error: string): Promise<void>;
   /** Jobs not yet done, by queue: due or scheduled, and running. */
@@ -114,6 +127,8 @@ const errorText = (err: unknown) => (err instanceof Error ? err.message : String
 interface QueueState {
   readonly def: QueueDefinition<unknown>;
   readonly running: Map<string, ClaimedJob>;
+  /** Batches running (a queue with `batch`: its concurrency counts these). */
+  batches: number;
   timer: NodeJS.Timeout | undefined;
   polling: boolean;
   /** A wake-up came while polling: poll again right after. */
@@ -141,6 +156,7 @@ export class JobRunner {
     this.queues.set(def.name, {
       def: def as QueueDefinition<unknown>,
       running: new Map(),
+      batches: 0,
       timer: undefined,
       polling: false,
       again: false,
@@ -269,12 +285,18 @@ export class JobRunner {
     let claimed = 0;
     let nextPollMs = this.options.pollMs;
     try {
-      const room = (state.def.concurrency ?? 4) - state.running.size;
+      const room = this.room(state);
       const now = Date.now();
       while (state.started.length > 0 && (state.started[0] ?? 0) <= now - 1000) state.started.shift();
       const rate = state.def.ratePerSecond;
       const allowed = rate === undefined ? room : Math.min(room, rate - state.started.length);
-      if (allowed > 0) {
+      const batch = state.def.batch;
+      if (allowed > 0 && batch) {
+        const size = Math.max(1, batch.size);
+        const jobs = await this.options.store.claim(state.def.name, allowed * size, this.options.leaseMs);
+        claimed = jobs.length;
+        for (let i = 0; i < jobs.length; i += size) this.runBatch(state, jobs.slice(i, i + size));
+      } else if (allowed > 0) {
         const jobs = await this.options.store.claim(state.def.name, allowed, this.options.leaseMs);
         claimed = jobs.length;
         for (const job of jobs) {
@@ -291,11 +313,63 @@ export class JobRunner {
       state.polling = false;
     }
     // A full claim suggests more are waiting; a wake-up during the poll may have missed them too.
-    if (!this.stopping && (state.again || (claimed > 0 && state.running.size < (state.def.concurrency ?? 4)))) {
+    if (!this.stopping && (state.again || (claimed > 0 && this.room(state) > 0))) {
       this.schedule(state, 0);
     } else {
       this.schedule(state, nextPollMs);
     }
+  }
+
+  /** How many more jobs (batches, for a queue with `batch`) may start now in this process. */
+  private room(state: QueueState): number {
+    const concurrency = state.def.concurrency ?? 4;
+    return concurrency - (state.def.batch ? state.batches : state.running.size);
+  }
+
+  private runBatch(state: QueueState, jobs: readonly ClaimedJob[]): void {
+    state.batches++;
+    for (const job of jobs) state.running.set(job.id, job);
+    const p = this.executeBatch(state, jobs).finally(() => {
+      for (const job of jobs) state.running.delete(job.id);
+      state.batches--;
+      this.inFlight.delete(p);
+      this.wake(state.def.name);
+    });
+    this.inFlight.add(p);
+  }
+
+  private async executeBatch(state: QueueState, jobs: readonly ClaimedJob[]): Promise<void> {
+    const batch = state.def.batch;
+    if (!batch) return;
+    const maxAttempts = (state.def.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS).length + 1;
+    let done = new Set<string>();
+    try {
+      const finished = await batch.handler(
+        jobs.map((job) => ({
+          payload: job.payload,
+          job: { id: job.id, queue: job.queue, attempt: job.attempt, maxAttempts },
+        })),
+      );
+      done = new Set(finished);
+    } catch (err) {
+      this.options.logger.warn(
+        { err, queue: state.def.name, jobs: jobs.length },
+        'a batch of jobs failed; running each on its own',
+      );
+    }
+    const finished = jobs.filter((job) => done.has(job.id));
+    if (finished.length > 0) {
+      try {
+        await this.options.store.completeMany(state.def.name, finished);
+      } catch (err) {
+        // Their leases lapse and they run again (handlers are idempotent): nothing is lost.
+        this.options.logger.error(
+          { err, queue: state.def.name, jobs: finished.length },
+          'could not record that a batch of jobs finished; they run again once their leases lapse',
+        );
+      }
+    }
+    for (const job of jobs) if (!done.has(job.id)) await this.execute(state, job);
   }
 
   private run(state: QueueState, job: ClaimedJob): void {

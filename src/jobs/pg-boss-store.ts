@@ -168,6 +168,13 @@ export async function createPgBossStore(options: PgBossStoreOptions): Promise<Jo
     async complete(job, trx) {
       await boss.complete(job.queue, job.id, {}, trx ? { db: executorOf(trx) } : {});
     },
+    async completeMany(queue, jobs) {
+      if (jobs.length === 0) return;
+      await boss.complete(
+        queue,
+        jobs.map((j) => j.id),
+      );
+    },
     async reschedule(job, attempt, runAt, error) {
       // Back to waiting with the runner's delay; started_on and retry_count are cleared so that a
       // later lapse of a lease counts from zero.

@@ -74,6 +74,17 @@ export function createSqliteJobStore(db: Kysely<DB>, clock: Clock): JobStore {
     async complete(job, trx) {
       await (trx ?? db).deleteFrom('jobs').where('id', '=', job.id).execute();
     },
+    async completeMany(_queue, jobs) {
+      if (jobs.length === 0) return;
+      await db
+        .deleteFrom('jobs')
+        .where(
+          'id',
+          'in',
+          jobs.map((j) => j.id),
+        )
+        .execute();
+    },
     async reschedule(job, attempt, runAt, error) {
       await db
         .updateTable('jobs')

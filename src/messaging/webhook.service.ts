@@ -7,6 +7,7 @@ import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import { findEndUserById } from '../end-users/end-user.repository.js';
 import { recordInboundEndUser } from '../end-users/end-user.service.js';
+import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
 import type { JobInfo, JobRunner } from '../jobs/job-runner.js';
 import { endUserPhoneOf, fromProviderDigits, windowKey } from '../numbers/phone.js';
 import type { Clock } from '../shared/clock.js';
@@ -232,6 +233,10 @@ interface Applied {
 
 type TaskOutcome = 'applied' | 'unrouted';
 
+/** Bodies of statuses applied together on PostgreSQL, and how many such batches run at once per process. */
+const STATUS_BATCH = 20;
+const STATUS_BATCH_CONCURRENCY = 4;
+
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 1000);
 
 export interface WebhookProcessorOptions {
@@ -283,6 +288,13 @@ export class WebhookProcessor {
         },
         handler: (payload, job) => this.handle(payload, job),
         onLastFailure: (payload, job, err) => this.keepFailed(job.id, payload, job.attempt, err),
+        // On PostgreSQL, bodies of statuses go in batches, one transaction (one commit) for many.
+        ...(this.jobs.kind === 'pg-boss'
+          ? {
+              concurrency: STATUS_BATCH_CONCURRENCY,
+              batch: { size: STATUS_BATCH, handler: (jobs) => this.applyStatusBatch(jobs) },
+            }
+          : {}),
       });
     }
   }
@@ -309,6 +321,37 @@ export class WebhookProcessor {
     const result = await this.applyAll(tasks, job.attempt > 1, retrying);
     if (result.failed) throw result.error;
     if (result.unrouted.size > 0) await this.keepUnrouted(job.id, payload, job.attempt, result.unrouted);
+  }
+
+  /**
+   * Bodies holding statuses alone, applied in one transaction (the same steps as one by one, so the
+   * same outcome); resolves with their job IDs. A body with an inbound message is left to run on its
+   * own (it has waiters, a transaction of its own and an end user to record). Statuses go in one
+   * order, by message, so two batches touching the same messages wait for each other instead of
+   * deadlocking. Anything failing rolls the batch back, and each body then runs on its own.
+   */
+  async applyStatusBatch(
+    jobs: readonly { readonly payload: ProviderWebhookJob; readonly job: JobInfo }[],
+  ): Promise<string[]> {
+    const bodies: { id: string; tasks: Extract<Task, { kind: 'status' }>[] }[] = [];
+    for (const { payload, job } of jobs) {
+      const { tasks } = tasksOf(parse(payload.raw), Number(payload.receivedAt));
+      const statuses = tasks.filter((t): t is Extract<Task, { kind: 'status' }> => t.kind === 'status');
+      if (statuses.length === tasks.length) bodies.push({ id: job.id, tasks: statuses });
+    }
+    if (bodies.length === 0) return [];
+    await this.purgePending();
+    const tasks = bodies
+      .flatMap((b) => b.tasks)
+      .sort((a, b) =>
+        a.providerMessageId < b.providerMessageId ? -1 : a.providerMessageId > b.providerMessageId ? 1 : 0,
+      );
+    await this.db.transaction().execute(async (trx) => {
+      for (const task of tasks) await this.applyStatusTask(task, trx);
+    });
+    // The events raised are visible now that the batch committed.
+    this.jobs?.wake(EVENT_DELIVERY_QUEUE);
+    return bodies.map((b) => b.id);
   }
 
   /**
@@ -553,37 +596,46 @@ export class WebhookProcessor {
     }
   }
 
-  private async applyStatusTask(task: Extract<Task, { kind: 'status' }>): Promise<TaskOutcome> {
-    await this.purgePending();
+  /** Applies one status, through `db` (a batch's transaction, or the database itself). */
+  private async applyStatusTask(
+    task: Extract<Task, { kind: 'status' }>,
+    db: Kysely<DB> = this.db,
+  ): Promise<TaskOutcome> {
+    if (db === this.db) await this.purgePending();
     const { providerMessageId, phoneNumberId } = task;
-    const found = await findMessageForStatus(this.db, providerMessageId, task.callbackData, phoneNumberId);
+    const found = await findMessageForStatus(db, providerMessageId, task.callbackData, phoneNumberId);
     if (found) {
       if (found.providerMessageId === null) {
         // The send never learnt this ID (it timed out, say): the status proves the provider took it.
-        await adoptProviderMessageId(this.db, found.id, providerMessageId, task.event.receivedAt);
-        await applyStatus(this.db, found.id, task.event);
-        const earlier = await applyPendingStatuses(this.db, found.id, providerMessageId, phoneNumberId);
-        await this.raiseStatuses(found.id, providerMessageId, [task.event, ...earlier]);
+        await adoptProviderMessageId(db, found.id, providerMessageId, task.event.receivedAt);
+        await applyStatus(db, found.id, task.event);
+        const earlier = await applyPendingStatuses(db, found.id, providerMessageId, phoneNumberId);
+        await this.raiseStatuses(db, found.id, providerMessageId, [task.event, ...earlier]);
       } else {
-        await applyStatus(this.db, found.id, task.event);
-        await this.raiseStatuses(found.id, providerMessageId, [task.event]);
+        await applyStatus(db, found.id, task.event);
+        await this.raiseStatuses(db, found.id, providerMessageId, [task.event]);
       }
       return 'applied';
     }
-    await storePendingStatus(this.db, providerMessageId, task.event, phoneNumberId);
+    await storePendingStatus(db, providerMessageId, task.event, phoneNumberId);
     // The send may have stored its provider ID between our lookup and the insert above.
-    const late = await findMessageForStatus(this.db, providerMessageId, undefined, phoneNumberId);
+    const late = await findMessageForStatus(db, providerMessageId, undefined, phoneNumberId);
     if (late) {
-      const applied = await applyPendingStatuses(this.db, late.id, providerMessageId, phoneNumberId);
-      await this.raiseStatuses(late.id, providerMessageId, applied);
+      const applied = await applyPendingStatuses(db, late.id, providerMessageId, phoneNumberId);
+      await this.raiseStatuses(db, late.id, providerMessageId, applied);
     }
     return 'applied';
   }
 
   /** `message.status` for each status applied to one of an agent's messages. */
-  private async raiseStatuses(id: string, providerMessageId: string, statuses: readonly StatusEvent[]): Promise<void> {
+  private async raiseStatuses(
+    db: Kysely<DB>,
+    id: string,
+    providerMessageId: string,
+    statuses: readonly StatusEvent[],
+  ): Promise<void> {
     if (!this.jobs) return;
-    await raiseMessageStatuses({ db: this.db, jobs: this.jobs, clock: this.clock }, id, providerMessageId, statuses);
+    await raiseMessageStatuses({ db, jobs: this.jobs, clock: this.clock }, id, providerMessageId, statuses);
   }
 
   /**
