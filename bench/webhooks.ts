@@ -13,7 +13,7 @@
  * they are duplicates, which Parley must also acknowledge and ignore). Afterwards a sample of the
  * messages is read back through GET /api/messages to check the statuses were applied, waiting (up
  * to 2 minutes) for the job runner to work off what the run acknowledged; how long that took is
- * reported too.
+ * reported too, as is the time until no job is left at all (`parley jobs list`).
  */
 import type { ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
@@ -27,6 +27,7 @@ import {
   freePort,
   log,
   messagingBenchEnv,
+  parleyJson,
   seedSendingTenant,
   spawnNode,
   startBaseline,
@@ -199,7 +200,21 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]
       await new Promise((res) => setTimeout(res, 200));
     }
     const waited = ((Date.now() - waitStart) / 1000).toFixed(1);
-    return { rows, applied: `${applied}/${sample.length} after ${waited} s` };
+    // And the whole backlog: until no job is queued or running (`parley jobs list`), up to 5 minutes.
+    type QueueRow = { queue: string; queued: number; running: number };
+    let left = Number.POSITIVE_INFINITY;
+    while (Date.now() - waitStart < 300_000) {
+      const queues = await parleyJson<QueueRow[]>(BUILD, ['jobs', 'list'], env);
+      left = queues.reduce((n, q) => n + q.queued + q.running, 0);
+      if (left === 0) break;
+      await new Promise((res) => setTimeout(res, 500));
+    }
+    const drained = ((Date.now() - waitStart) / 1000).toFixed(1);
+    const backlog =
+      left === 0
+        ? `the ${r.requests.total} acknowledged applied ${drained} s after the run`
+        : `${left} jobs left after ${drained} s`;
+    return { rows, applied: `${applied}/${sample.length} after ${waited} s; ${backlog}` };
   } finally {
     for (const child of children.reverse()) await stopChild(child);
     await cleanup();
