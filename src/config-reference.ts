@@ -286,7 +286,8 @@ export const SETTINGS: readonly Setting[] = [
     names: ['PARLEY_NUMBER_MPS'],
     section: 'campaigns',
     default: '`80`',
-    description: 'campaign messages per second per sending number (shared across nodes through Redis)',
+    description:
+      'messages per second per sending number for campaigns; interactive sends are never held back but take their share (shared across nodes through Redis)',
   },
   {
     names: ['PARLEY_CAMPAIGN_UNCONFIRMED_MS'],

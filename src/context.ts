@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { type Logger, pino } from 'pino';
 import { LastUsedTracker } from './auth/last-used.js';
 import { CampaignDeliverer } from './campaigns/deliver-campaign.task.js';
-import { createNumberPacer } from './campaigns/number-pacer.js';
+import { createNumberPacer, type NumberPacer } from './campaigns/number-pacer.js';
 import type { Config, RegionConfig } from './config.js';
 import { IdleSweeper } from './conversations/idle-sweep.js';
 import { type Database, migrateToLatest, openDatabase } from './db/database.js';
@@ -73,6 +73,8 @@ export interface AppContext {
   readonly metrics: Metrics | undefined;
   /** Closes conversations idle past PARLEY_CONVERSATION_IDLE_MS. */
   readonly idleSweeper: IdleSweeper;
+  /** Paces each number's campaign sends (PARLEY_NUMBER_MPS), counting its interactive sends. */
+  readonly numberPacer: NumberPacer;
   close(): Promise<void>;
 }
 
@@ -131,16 +133,14 @@ export async function createContext(
   const messaging = await createMessaging(config, region.region, database, clock, logger, jobs, metrics);
   const eventDeliverer = new EventDeliverer({ db: database.db, clock, logger, config: config.events });
   eventDeliverer.define(jobs);
-  const campaignDeliverer = new CampaignDeliverer(
-    config.campaigns,
-    await createNumberPacer({
-      mps: config.campaigns.numberMps,
-      region: region.region,
-      logger,
-      redisUrl: config.redisUrl,
-      redisPrefix: config.redisPrefix,
-    }),
-  );
+  const numberPacer = await createNumberPacer({
+    mps: config.campaigns.numberMps,
+    region: region.region,
+    logger,
+    redisUrl: config.redisUrl,
+    redisPrefix: config.redisPrefix,
+  });
+  const campaignDeliverer = new CampaignDeliverer(config.campaigns, numberPacer);
   campaignDeliverer.define(jobs);
   // Every queue is defined by now (the features above); the store is prepared, then worked.
   await jobs.init();
@@ -165,6 +165,7 @@ export async function createContext(
     jobs,
     metrics,
     idleSweeper,
+    numberPacer,
     async close() {
       await idleSweeper.stop();
       await jobs.stop();

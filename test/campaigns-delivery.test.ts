@@ -25,6 +25,7 @@ import {
   randomPhone,
   startFakeProvider,
   statusPayload,
+  templateSend,
 } from './helpers/messaging.js';
 import { until } from './helpers/wait.js';
 
@@ -74,6 +75,50 @@ describe.each(DIALECTS)('campaign delivery (%s)', (dialect) => {
         expect((times[i + 30] ?? 0) - (times[i] ?? 0)).toBeGreaterThanOrEqual(1_000);
       }
       expectEachOnce(await acceptedPerRecipient(t, c.agent.id), recipients);
+    } finally {
+      await t.close();
+    }
+  }, 60_000);
+
+  it("counts the number's interactive sends: they go at once, and campaign sends make room for them", async () => {
+    const t = await createMessagingApp(dialect, { env: { PARLEY_NUMBER_MPS: '4' } });
+    try {
+      const c = await makeCampaignTenant(t.ctx);
+      // 24 sends through the send endpoint at once: 6 s of the number's pace, yet none waits for it.
+      const started = Date.now();
+      const sends = await Promise.all(
+        Array.from({ length: 24 }, () =>
+          call(t, { method: 'POST', url: '/api/channels/send', headers: c.agentKey.auth, payload: templateSend() }),
+        ),
+      );
+      for (const res of sends) expect(res.statusCode, res.body).toBe(200);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      const res = await postRecipients(
+        t,
+        c.campaign.id,
+        c.campaignKey.auth,
+        phones(3).map((to) => ({ to })),
+      );
+      expect(res.json().accepted).toBe(3);
+      await until(async () => (await handed(t, c.campaign.id, c.campaignKey.auth)) === 3, 'all 3 handed over');
+      const times = async (campaign: boolean) =>
+        (
+          await t.ctx.db
+            .selectFrom('messages as m')
+            .leftJoin('campaign_deliveries as d', 'd.message_id', 'm.id')
+            .select(['m.created_at', 'd.id as delivery'])
+            .where('m.agent_id', '=', c.agent.id)
+            .orderBy('m.created_at')
+            .execute()
+        )
+          .filter((r) => (r.delivery !== null) === campaign)
+          .map((r) => Number(r.created_at));
+      const interactive = await times(false);
+      const campaign = await times(true);
+      expect(interactive).toHaveLength(24);
+      expect(campaign).toHaveLength(3);
+      // The 24 took 24 slots of 250 ms from the first of them on: the campaign's first send comes after.
+      expect((campaign[0] ?? 0) - (interactive[0] ?? 0)).toBeGreaterThanOrEqual(24 * 250 - 50);
     } finally {
       await t.close();
     }

@@ -204,6 +204,7 @@ export class CampaignDeliverer {
         },
         conversation: { origin: 'imported', endUser, campaignId: row.campaign_id, required: true },
         messageId,
+        paced: true,
       });
     } catch (err) {
       // Thrown before the provider was called (the message is stored right before the call).

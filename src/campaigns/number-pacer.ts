@@ -3,11 +3,12 @@ import { closeRedisQuietly } from '../shared/redis-close.js';
 
 /**
  * Paces campaign sends per sending number: at most `mps` per second, as evenly spaced slots (one
- * every 1/mps s), so a burst never exceeds the provider's throughput and the number keeps room for
- * its interactive traffic between the slots. A send reserves the next free slot when it is near
- * (within `maxWaitMs`) and waits for it; a farther one is not reserved, and the job comes back
- * later. A throughput refusal (130429) pushes the number's next slot out, slowing every sender of
- * that number down.
+ * every 1/mps s), so a burst never exceeds the provider's throughput. A send reserves the next free
+ * slot when it is near (within `maxWaitMs`) and waits for it; a farther one is not reserved, and the
+ * job comes back later. The number's interactive sends (the send and trigger endpoints) are never
+ * held back, but each takes a slot as it goes (`note`), so campaign sends move aside for them and the
+ * two together stay within `mps`. A throughput refusal (130429) pushes the number's next slot out,
+ * slowing every sender of that number down.
  *
  * Shared across nodes through Redis when configured (one key per number holding its next free
  * slot, moved by one Lua script on Redis's own clock); per process otherwise, and while Redis
@@ -19,6 +20,11 @@ export interface NumberPacer {
     numberId: string,
     maxWaitMs: number,
   ): Promise<{ ok: true; waitMs: number } | { ok: false; retryInMs: number }>;
+  /**
+   * An interactive send of this number has just gone out: it takes the next free slot without
+   * waiting for it, so campaign sends come after it. Never throws (errors are logged).
+   */
+  note(numberId: string): Promise<void>;
   /** No slot of this number before `ms` from now. */
   slowDown(numberId: string, ms: number): Promise<void>;
   close(): Promise<void>;
@@ -45,8 +51,12 @@ if ARGV[1] == 'slow' then
   return {1, 0}
 end
 local interval = tonumber(ARGV[2])
-local maxWait = tonumber(ARGV[3])
 local slot = math.max(now, nxt)
+if ARGV[1] == 'note' then
+  redis.call('SET', KEYS[1], string.format('%.0f', slot + interval), 'PX', math.ceil((slot - now + interval) / 1000) + 60000)
+  return {1, 0}
+end
+local maxWait = tonumber(ARGV[3])
 local wait = slot - now
 if wait > maxWait then return {0, string.format('%.0f', wait)} end
 redis.call('SET', KEYS[1], string.format('%.0f', slot + interval), 'PX', math.ceil((wait + interval) / 1000) + 60000)
@@ -113,6 +123,16 @@ export async function createNumberPacer(options: NumberPacerOptions): Promise<Nu
         }
       }
       return reserveLocally(numberId, maxWaitUs);
+    },
+    async note(numberId) {
+      const now = nowUs();
+      local.set(numberId, Math.max(now, local.get(numberId) ?? 0) + intervalUs);
+      if (!redis) return;
+      try {
+        await redis.eval(RESERVE, 1, `${prefix}:${numberId}`, 'note', intervalUs);
+      } catch (err) {
+        warn(err);
+      }
     },
     async slowDown(numberId, ms) {
       const until = nowUs() + ms * 1000;

@@ -195,6 +195,11 @@ export interface SendFromAgentInput {
   readonly conversation: ConversationOfSend;
   /** Our message ID (and the provider's callback data), when the caller chose it beforehand. */
   readonly messageId?: string;
+  /**
+   * The caller reserved a slot of the number's pace (a campaign delivery). Otherwise the send is
+   * interactive: it goes at once and takes a slot as it goes, so campaign sends make room for it.
+   */
+  readonly paced?: boolean;
 }
 
 export type SendFromAgentResult =
@@ -320,6 +325,8 @@ export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput):
   });
 
   const result = await ctx.messaging.provider.send(send);
+  // Counted against the number's pace (in this process at once, across nodes shortly after).
+  if (!input.paced) void ctx.numberPacer.note(numberId);
   const at = ctx.clock.now();
   // From here on the provider has answered: bookkeeping that fails is logged, never the caller's
   // answer (the stored message and its callback data still let later statuses find it).
