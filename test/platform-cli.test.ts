@@ -50,7 +50,10 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
     const agentId = agent.json<{ id: string }>().id;
     expect(agentId).toMatch(/^agt_/);
 
-    const campaign = await cli('campaign', 'create', '--org', orgId, '--name', 'Spring', '--json');
+    const campaign = await cli(
+      ...['campaign', 'create', '--org', orgId, '--name', 'Spring', '--agent', agentId],
+      ...['--template', 'hello_world', '--language', 'en_US', '--json'],
+    );
     expect(campaign.code, campaign.stderr).toBe(0);
     const campaignId = campaign.json<{ id: string }>().id;
     expect(campaignId).toMatch(/^cmp_/);
@@ -259,6 +262,11 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain(
       'required options not specified: --agent <id>, --name <name>, --template <name>, --language <code>',
+    );
+    const campaign = await cli('campaign', 'create', '--org', 'org_x', '--name', 'Spring');
+    expect(campaign.code).not.toBe(0);
+    expect(campaign.stderr).toContain(
+      'required options not specified: --agent <id>, --template <name>, --language <code>',
     );
   });
 

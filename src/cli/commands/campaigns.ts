@@ -63,10 +63,9 @@ export function registerCampaignCommands(program: Command): void {
   dbOptions(campaign.command('create').description('create a webhook campaign'))
     .requiredOption('--org <id>', 'organization ID')
     .requiredOption('--name <name>', 'a name for people')
-    // Without these three the campaign takes no recipients (409) until made again with them.
-    .option('--agent <id>', "the agent whose messaging number sends (replies reach the agent's hook)")
-    .option('--template <name>', 'the template to send (an approved template name)')
-    .option('--language <code>', 'the template language, xx_XX (such as en_US)')
+    .requiredOption('--agent <id>', "the agent whose messaging number sends (replies reach the agent's hook)")
+    .requiredOption('--template <name>', 'the template to send (an approved template name)')
+    .requiredOption('--language <code>', 'the template language, xx_XX (such as en_US)')
     .option('--body <json>', 'default body parameters, a JSON array of strings, for recipients given none')
     .option('--header <json>', 'default header parameters, a JSON array of strings')
     .action(
