@@ -65,6 +65,14 @@ describe.each(DIALECTS)('parley campaign (%s)', (dialect) => {
     const resumed = await cli('campaign', 'resume', '--org', org.id, '--id', id);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stdout).toMatch(/resumed campaign cmp_\w+ \(Spring sale\).*active/);
+    const log = await cli('audit', 'list', '--org', org.id, '--json');
+    expect(
+      log
+        .json<{ actor: string; action: string; targetId: string }[]>()
+        .filter((e) => e.targetId === id)
+        .map((e) => `${e.actor} ${e.action}`)
+        .sort(),
+    ).toEqual(['cli campaign.created', 'cli campaign.paused', 'cli campaign.resumed']);
 
     const key = await cli(
       ...['key', 'create', '--org', org.id, '--label', 'spring', '--scope', 'campaign', '--campaign', id, '--json'],

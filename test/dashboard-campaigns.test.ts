@@ -118,7 +118,8 @@ describe.each(DIALECTS)('dashboard campaigns and end users (%s)', (dialect) => {
   it('members get 403 on changes; pause and resume change the status and the API answers 409 while paused', async () => {
     const { app, ctx } = t;
     const tenant = await makeCampaignTenant(ctx);
-    const owner = await signInAs(app, (await makeUser(ctx, tenant.org.id, 'owner')).email);
+    const ownerUser = await makeUser(ctx, tenant.org.id, 'owner');
+    const owner = await signInAs(app, ownerUser.email);
     const member = await signInAs(app, (await makeUser(ctx, tenant.org.id, 'member')).email);
     const base = `/dashboard/campaigns/${tenant.campaign.id}`;
 
@@ -144,6 +145,11 @@ describe.each(DIALECTS)('dashboard campaigns and end users (%s)', (dialect) => {
     expect(page.body).toContain('<strong id="campaign-status">Active</strong>');
     expect(page.body).toContain('>Pause</button>');
     expect((await postRecipients(t, tenant.campaign.id, tenant.campaignKey.auth, [{ to }])).statusCode).toBe(202);
+    // The audit log names who paused and who resumed (newest first).
+    const audit = await owner.get('/dashboard/audit');
+    expect(audit.body).toMatch(
+      new RegExp(`${ownerUser.email}[\\s\\S]*Resumed campaign[\\s\\S]*${ownerUser.email}[\\s\\S]*Paused campaign`),
+    );
   });
 
   it('removes a campaign after a confirmation: owners and admins only; its key is refused; the audit log names who', async () => {

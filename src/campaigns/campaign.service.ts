@@ -153,8 +153,13 @@ export async function pauseCampaign(
   clock: Clock,
   orgId: string,
   campaignId: string,
+  actor?: string,
 ): Promise<Campaign> {
-  const row = await setCampaignStatus(db, orgId, campaignId, 'paused', clock.now());
+  const row = await inTransaction(db, async (trx) => {
+    const updated = await setCampaignStatus(trx, orgId, campaignId, 'paused', clock.now());
+    if (updated && actor) await auditStatus(trx, updated, actor, 'campaign.paused', clock.now());
+    return updated;
+  });
   if (!row) throw new AppError('NOT_FOUND', `No campaign with ID '${clip(campaignId, 64)}' in this organization.`);
   return toCampaign(row);
 }
@@ -169,15 +174,35 @@ export async function resumeCampaign(
   clock: Clock,
   orgId: string,
   campaignId: string,
+  actor?: string,
 ): Promise<Campaign> {
-  const row = await db.transaction().execute(async (trx) => {
+  const row = await inTransaction(db, async (trx) => {
     const updated = await setCampaignStatus(trx, orgId, campaignId, 'active', clock.now());
     if (!updated) return undefined;
     await jobs.enqueue<CampaignDispatchJob>(CAMPAIGN_DISPATCH_QUEUE, { campaignId }, { db: trx });
+    if (actor) await auditStatus(trx, updated, actor, 'campaign.resumed', clock.now());
     return updated;
   });
   if (!row) throw new AppError('NOT_FOUND', `No campaign with ID '${clip(campaignId, 64)}' in this organization.`);
   return toCampaign(row);
+}
+
+function auditStatus(
+  trx: Kysely<DB>,
+  row: { org_id: string; id: string; name: string },
+  actor: string,
+  action: 'campaign.paused' | 'campaign.resumed',
+  at: number,
+): Promise<void> {
+  return recordAudit(trx, {
+    orgId: row.org_id,
+    actor,
+    action,
+    targetType: 'campaign',
+    targetId: row.id,
+    details: { name: row.name },
+    at,
+  });
 }
 
 /** What a removal took with it. */

@@ -187,8 +187,9 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
       });
       return kit.redirectAfterPost(request, reply, `/dashboard/campaigns?removed=${encodeURIComponent(removed.name)}`);
     }
-    if (change === 'pause') await pauseCampaign(db, clock, session.org.id, campaignId);
-    else if (change === 'resume') await resumeCampaign(db, ctx.jobs, clock, session.org.id, campaignId);
+    const actor = session.user.email;
+    if (change === 'pause') await pauseCampaign(db, clock, session.org.id, campaignId, actor);
+    else if (change === 'resume') await resumeCampaign(db, ctx.jobs, clock, session.org.id, campaignId, actor);
     else throw new AppError('NOT_FOUND', 'No such action.');
     return kit.redirectAfterPost(request, reply, pagePath(campaignId));
   });

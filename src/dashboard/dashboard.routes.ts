@@ -102,6 +102,8 @@ const AUDIT_WORDS: Record<string, string> = {
   'user.password_changed': 'Changed password',
   'campaign.created': 'Created campaign',
   'campaign.removed': 'Removed campaign',
+  'campaign.paused': 'Paused campaign',
+  'campaign.resumed': 'Resumed campaign',
 };
 
 function auditRow(entry: AuditEntry, keyNames: Map<string, string>) {

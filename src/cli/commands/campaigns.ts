@@ -153,7 +153,7 @@ export function registerCampaignCommands(program: Command): void {
     .action(
       action(async (flags: Flags & { id: string }) => {
         await withAdmin(flags, async ({ database, clock }) => {
-          const paused = await pauseCampaign(database.db, clock, flags.org, flags.id);
+          const paused = await pauseCampaign(database.db, clock, flags.org, flags.id, CLI_ACTOR);
           if (flags.json) printJson(publicFields(paused));
           else print(`paused campaign ${describe(paused)}`);
         });
@@ -193,7 +193,7 @@ export function registerCampaignCommands(program: Command): void {
       action(async (flags: Flags & { id: string }) => {
         await withAdmin(flags, (admin) =>
           withJobStore(admin, async (jobs) => {
-            const resumed = await resumeCampaign(admin.database.db, jobs, admin.clock, flags.org, flags.id);
+            const resumed = await resumeCampaign(admin.database.db, jobs, admin.clock, flags.org, flags.id, CLI_ACTOR);
             if (flags.json) printJson(publicFields(resumed));
             else print(`resumed campaign ${describe(resumed)}`);
           }),
