@@ -122,6 +122,13 @@ describe.each(DIALECTS)('dashboard (%s)', (dialect) => {
     const login = await app.inject({ url: '/dashboard/login?ended=1' });
     expect(login.body).toContain('Your session has ended. Sign in again.');
     expect(await ctx.db.selectFrom('dashboard_sessions').selectAll().execute()).toHaveLength(0);
+
+    // A session left behind (a browser closed without signing out) is deleted at the next sign-in.
+    await signInAs(app, user.email);
+    clock.advance(10 * 60_000 + 1);
+    const again = await signInAs(app, user.email);
+    expect((await again.get(KEYS)).statusCode).toBe(200);
+    expect(await ctx.db.selectFrom('dashboard_sessions').selectAll().execute()).toHaveLength(1);
   });
 
   it('refuses a change without the session CSRF token (403) and accepts the field or the htmx header', async () => {

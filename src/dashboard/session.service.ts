@@ -82,6 +82,12 @@ export async function signIn(
     throw new AppError('UNAUTHORIZED', SIGN_IN_REFUSED);
   }
   await db.deleteFrom('sign_in_failures').where('subject', '=', emailSubject).execute();
+  // This person's sessions left idle too long (closed browsers, never signed out) go now.
+  await db
+    .deleteFrom('dashboard_sessions')
+    .where('user_id', '=', row.id)
+    .where('last_seen_at', '<', now - config.sessionIdleMs)
+    .execute();
   const token = randomBytes(32).toString('base64url');
   await db
     .insertInto('dashboard_sessions')
