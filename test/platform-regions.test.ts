@@ -10,6 +10,7 @@ import { randomBase62 } from '../src/shared/ids.js';
 import { DIALECTS, PG_SECRETS, PG_URL } from './helpers/app.js';
 import { freePortRange } from './helpers/cli.js';
 import { expectMatchesContract, fromFetch } from './helpers/contract.js';
+import { makeUser, PASSWORD, postLogin, signInAs } from './helpers/dashboard.js';
 import { makeOrg } from './helpers/factories.js';
 
 const REGIONS = ['us', 'eu', 'in', 'qa'] as const;
@@ -218,6 +219,26 @@ describe.each(DIALECTS)('four regions in one process (%s)', (dialect) => {
     ).toBeUndefined();
     if (dialect === 'sqlite') {
       for (const r of REGIONS) expect(existsSync(join(dataDir, `parley-${r}.db`))).toBe(true);
+    }
+  });
+
+  it('the dashboard in every region: its people sign in there, and nowhere else', async () => {
+    for (const home of server.regions) {
+      const org = await makeOrg(home.ctx);
+      const user = await makeUser(home.ctx, org.id);
+      const browser = await signInAs(home.app, user.email);
+      const panel = await browser.get('/dashboard/settings/integrations/api-keys');
+      expect(panel.statusCode, home.region.region).toBe(200);
+      expect(panel.body).toContain('API Keys');
+      for (const other of server.regions.filter((r) => r !== home)) {
+        const away = await other.app.inject({
+          url: '/dashboard/settings/integrations/api-keys',
+          headers: { cookie: browser.cookie },
+        });
+        expect(away.statusCode, `${home.region.region} session in ${other.region.region}`).toBe(303);
+        expect(away.headers.location).toMatch(/^\/dashboard\/login/);
+        expect((await postLogin(other.app, user.email, PASSWORD)).statusCode).toBe(401);
+      }
     }
   });
 
