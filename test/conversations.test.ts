@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEndpoint } from '../src/events/endpoint.service.js';
@@ -416,6 +417,82 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
     expect(list.json().data).toEqual([]);
     // And the trigger works.
     expect((await start(x.orgKey.auth, x.agent.id, 'order_shipped', { to })).statusCode).toBe(200);
+  });
+
+  it('a thread pages in one order however PostgreSQL collates text: messages of one millisecond, both directions', async () => {
+    const x = await tenantWithHook();
+    const to = randomPhone();
+    const started = await start(x.orgKey.auth, x.agent.id, 'order_shipped', { to });
+    expect(started.statusCode, started.body).toBe(200);
+    const { conversationId } = started.json();
+    const opening = await t.ctx.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('conversation_id', '=', conversationId)
+      .executeTakeFirstOrThrow();
+    // Four messages of one millisecond whose IDs a linguistic collation orders otherwise than bytes
+    // do (`msg_a…` before `msg_B…` in en-US, after it in byte order).
+    const at = Number(opening.created_at) + 1000;
+    const r = randomBase62(6).toLowerCase();
+    const outIds = [`msg_a${r}`, `msg_B${r}`];
+    const inIds = [`wamid.c${r}`, `wamid.D${r}`];
+    await t.ctx.db
+      .insertInto('messages')
+      .values(
+        outIds.map((id) => ({
+          ...opening,
+          id,
+          provider_message_id: `wamid.out-${id}`,
+          created_at: at,
+          updated_at: at,
+        })),
+      )
+      .execute();
+    await t.ctx.db
+      .insertInto('inbound_messages')
+      .values(
+        inIds.map((id) => ({
+          provider_message_id: id,
+          org_id: x.org.id,
+          number_id: opening.number_id ?? '',
+          from_phone: to,
+          text: 'same millisecond',
+          sent_at: at,
+          received_at: at,
+          conversation_id: conversationId,
+          type: 'text',
+        })),
+      )
+      .execute();
+    const collate = async (collation: string) => {
+      if (dialect !== 'postgres') return;
+      await sql`alter table messages alter column id type text collate ${sql.id(collation)}`.execute(t.ctx.db);
+      await sql`alter table inbound_messages alter column provider_message_id type text collate ${sql.id(collation)}`.execute(
+        t.ctx.db,
+      );
+    };
+    await collate('en-US-x-icu');
+    try {
+      const url = `/api/conversations/${conversationId}/messages`;
+      const whole = await get(x.orgKey.auth, url);
+      expect(whole.statusCode, whole.body).toBe(200);
+      const expected = [opening.id, `msg_B${r}`, `msg_a${r}`, `wamid.D${r}`, `wamid.c${r}`];
+      expect(whole.json().data.map((m: { id: string }) => m.id)).toEqual(expected);
+      for (const limit of [1, 2, 3]) {
+        const ids: string[] = [];
+        let cursor: string | null = null;
+        do {
+          const q: string = cursor ? `&cursor=${cursor}` : '';
+          const page = await get(x.orgKey.auth, `${url}?limit=${limit}${q}`);
+          expect(page.statusCode, page.body).toBe(200);
+          ids.push(...page.json().data.map((m: { id: string }) => m.id));
+          cursor = page.json().nextCursor;
+        } while (cursor && ids.length < 20);
+        expect(ids, `pages of ${limit}`).toEqual(expected);
+      }
+    } finally {
+      await collate('default');
+    }
   });
 
   it('Idempotency-Key: a retried start answers the first answer and sends once', async () => {

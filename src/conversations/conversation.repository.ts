@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
 import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { ConversationTable } from './conversation.tables.js';
@@ -240,6 +240,13 @@ export async function listThreadRows(
   after: { createdAt: number; id: string } | undefined,
   limit: number,
 ): Promise<ThreadRow[]> {
+  // The two directions are merged and sorted here in byte order, so on PostgreSQL the IDs are
+  // ordered and compared in byte order too (COLLATE "C"): a linguistic collation (en_US, say) orders
+  // `msg_a…` and `msg_B…` the other way round, and a page boundary between two messages of the same
+  // millisecond would then skip or repeat one. SQLite compares text in byte order already.
+  const pg = db.getExecutor().adapter instanceof PostgresAdapter;
+  const bytes = (column: 'id' | 'provider_message_id') =>
+    pg ? sql<string>`${sql.ref(column)} collate "C"` : sql<string>`${sql.ref(column)}`;
   let out = db
     .selectFrom('messages')
     .select([
@@ -261,14 +268,14 @@ export async function listThreadRows(
   if (after) {
     out = out
       .where('created_at', '>=', after.createdAt)
-      .where((eb) => eb.or([eb('created_at', '>', after.createdAt), eb('id', '>', after.id)]));
+      .where((eb) => eb.or([eb('created_at', '>', after.createdAt), eb(bytes('id'), '>', after.id)]));
     inbound = inbound
       .where('received_at', '>=', after.createdAt)
-      .where((eb) => eb.or([eb('received_at', '>', after.createdAt), eb('provider_message_id', '>', after.id)]));
+      .where((eb) => eb.or([eb('received_at', '>', after.createdAt), eb(bytes('provider_message_id'), '>', after.id)]));
   }
   const [outRows, inRows] = await Promise.all([
-    out.orderBy('created_at').orderBy('id').limit(limit).execute(),
-    inbound.orderBy('received_at').orderBy('provider_message_id').limit(limit).execute(),
+    out.orderBy('created_at').orderBy(bytes('id')).limit(limit).execute(),
+    inbound.orderBy('received_at').orderBy(bytes('provider_message_id')).limit(limit).execute(),
   ]);
   const rows: ThreadRow[] = [
     ...outRows.map(
