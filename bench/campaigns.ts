@@ -6,6 +6,7 @@
  *
  *   npm run build && node --import tsx bench/campaigns.ts --dist
  *   node --import tsx bench/campaigns.ts --dist --duration 3 --deliveries 2000   # smoke run
+ *   node --import tsx bench/campaigns.ts --cli /tmp/parley-before/dist/cli/main.js   # an earlier build
  *
  * Every process is separate, as in production: Parley (`parley serve`) and the sandbox standing in
  * for the provider (`parley sandbox`, answering at once, its status webhooks going to Parley). The
@@ -34,28 +35,31 @@ const { values: args } = parseArgs({
     deliveries: { type: 'string', default: '10000' },
     'send-connections': { type: 'string', default: '50' },
     dist: { type: 'boolean', default: false },
+    cli: { type: 'string' },
   },
 });
 const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const DELIVERIES = Number(args.deliveries);
 const SEND_CONNECTIONS = Number(args['send-connections']);
-const ENTRY = entry(args.dist);
+/** `--cli path/to/dist/cli/main.js`: serve (and seed with) another build, an earlier commit's say. */
+const BUILD = args.cli ?? args.dist;
+const ENTRY = entry(BUILD);
 const BATCH = 1000;
 
 const phone = (i: number) => `+1650${2 + Math.floor(i / 1_000_000)}${String(i % 1_000_000).padStart(6, '0')}`;
 
 /** An organization, an agent with a sandbox number, a campaign of it and the keys. */
 async function seed(env: Record<string, string>) {
-  const org = await parleyJson<{ id: string }>(args.dist, ['org', 'create', '--name', 'Bench', '--plan', 'paid'], env);
+  const org = await parleyJson<{ id: string }>(BUILD, ['org', 'create', '--name', 'Bench', '--plan', 'paid'], env);
   const number = phone(Math.floor(Math.random() * 7_000_000));
   const agent = await parleyJson<{ id: string }>(
-    args.dist,
+    BUILD,
     ['agent', 'create', '--org', org.id, '--name', 'Bench', '--number', number],
     env,
   );
   const campaign = await parleyJson<{ id: string }>(
-    args.dist,
+    BUILD,
     [
       ...['campaign', 'create', '--org', org.id, '--name', 'Bench', '--agent', agent.id],
       ...['--template', 'hello_world', '--language', 'en_US'],
@@ -65,7 +69,7 @@ async function seed(env: Record<string, string>) {
   const key = async (...scope: string[]) =>
     (
       await parleyJson<{ key: string }>(
-        args.dist,
+        BUILD,
         ['key', 'create', '--org', org.id, '--label', 'bench', ...scope],
         env,
       )
