@@ -67,13 +67,8 @@ async function seed(env: Record<string, string>) {
     env,
   );
   const key = async (...scope: string[]) =>
-    (
-      await parleyJson<{ key: string }>(
-        BUILD,
-        ['key', 'create', '--org', org.id, '--label', 'bench', ...scope],
-        env,
-      )
-    ).key;
+    (await parleyJson<{ key: string }>(BUILD, ['key', 'create', '--org', org.id, '--label', 'bench', ...scope], env))
+      .key;
   return {
     campaignId: campaign.id,
     campaignKey: await key('--scope', 'campaign', '--campaign', campaign.id),
