@@ -169,48 +169,33 @@ const TEMPLATES: Record<string, string> = {
 </article>
 </dialog>`,
 
-  revokeDialog: `<dialog aria-labelledby="revoke-title" data-modal<% if (it.open) { %> open<% } %>>
+  /**
+   * The frame of every confirmation: a modal dialog naming what is about to happen, the form that
+   * does it (CSRF token included), Cancel and the confirming button. Used as a layout: the dialog's
+   * own template renders the explanation, which arrives here as `it.body`.
+   */
+  confirmDialog: `<dialog aria-labelledby="<%= it.titleId %>" data-modal<% if (it.open) { %> open<% } %>>
 <article>
-<h2 id="revoke-title">Revoke API key <%= it.apiKey.label %>?</h2>
-<p>The key <strong><%= it.apiKey.label %></strong> (<code><%= it.apiKey.prefix %></code>) stops working at once: its next API request gets 401. This cannot be undone.</p>
-<% var keysBase = it.base || '/dashboard/settings/integrations/api-keys' %>
-<form method="post" action="<%= keysBase %>/<%= it.apiKey.id %>/revoke" hx-post="<%= keysBase %>/<%= it.apiKey.id %>/revoke" hx-target="#dialog-slot">
+<h2 id="<%= it.titleId %>"><%= it.title %></h2>
+<%~ it.body %>
+<form method="post" action="<%= it.action %>" hx-post="<%= it.action %>" hx-target="#dialog-slot">
 <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
 <footer>
-<a href="<%= it.back || keysBase %>" role="button" class="secondary" data-close>Cancel</a>
-<button type="submit">Revoke</button>
+<a href="<%= it.back %>" role="button" class="secondary" data-close>Cancel</a>
+<button type="submit"><%= it.confirm %></button>
 </footer>
 </form>
 </article>
 </dialog>`,
 
-  removeCampaignDialog: `<dialog aria-labelledby="remove-campaign-title" data-modal<% if (it.open) { %> open<% } %>>
-<article>
-<h2 id="remove-campaign-title">Remove campaign <%= it.campaign.name %>?</h2>
-<p>The campaign is removed for good: its keys stop working at once (their next request gets 401), its <%= it.queued %> queued deliver<%= it.queued === 1 ? 'y is' : 'ies are' %> never sent, and its deliveries are no longer listed. Messages it already sent, and their conversations, stay. This cannot be undone.</p>
-<form method="post" action="/dashboard/campaigns/<%= it.campaign.id %>/remove" hx-post="/dashboard/campaigns/<%= it.campaign.id %>/remove" hx-target="#dialog-slot">
-<input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
-<footer>
-<a href="/dashboard/campaigns/<%= it.campaign.id %>" role="button" class="secondary" data-close>Cancel</a>
-<button type="submit">Remove</button>
-</footer>
-</form>
-</article>
-</dialog>`,
+  revokeDialog: `<% var keysBase = it.base || '/dashboard/settings/integrations/api-keys' %><% layout('@confirmDialog', { titleId: 'revoke-title', title: 'Revoke API key ' + it.apiKey.label + '?', action: keysBase + '/' + it.apiKey.id + '/revoke', back: it.back || keysBase, confirm: 'Revoke' }) %>
+<p>The key <strong><%= it.apiKey.label %></strong> (<code><%= it.apiKey.prefix %></code>) stops working at once: its next API request gets 401. This cannot be undone.</p>`,
 
-  upgradeDialog: `<dialog aria-labelledby="upgrade-dialog-title" data-modal<% if (it.open) { %> open<% } %>>
-<article>
-<h2 id="upgrade-dialog-title">Upgrade to the paid plan?</h2>
-<p><%= it.org.name %> moves to the paid plan, which allows API keys.</p>
-<form method="post" action="/dashboard/upgrade" hx-post="/dashboard/upgrade" hx-target="#dialog-slot">
-<input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
-<footer>
-<a href="/dashboard/settings/integrations/api-keys" role="button" class="secondary" data-close>Cancel</a>
-<button type="submit">Upgrade</button>
-</footer>
-</form>
-</article>
-</dialog>`,
+  removeCampaignDialog: `<% var page = '/dashboard/campaigns/' + it.campaign.id %><% layout('@confirmDialog', { titleId: 'remove-campaign-title', title: 'Remove campaign ' + it.campaign.name + '?', action: page + '/remove', back: page, confirm: 'Remove' }) %>
+<p>The campaign is removed for good: its keys stop working at once (their next request gets 401), its <%= it.queued %> queued deliver<%= it.queued === 1 ? 'y is' : 'ies are' %> never sent, and its deliveries are no longer listed. Messages it already sent, and their conversations, stay. This cannot be undone.</p>`,
+
+  upgradeDialog: `<% layout('@confirmDialog', { titleId: 'upgrade-dialog-title', title: 'Upgrade to the paid plan?', action: '/dashboard/upgrade', back: '/dashboard/settings/integrations/api-keys', confirm: 'Upgrade' }) %>
+<p><%= it.org.name %> moves to the paid plan, which allows API keys.</p>`,
 
   audit: `<h1>Audit log</h1>
 <% if (it.entries.length === 0) { %>
