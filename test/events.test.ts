@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
+import type { AppContext } from '../src/context.js';
 import { createEndpoint } from '../src/events/endpoint.service.js';
 import { EVENT_DELIVERY_QUEUE, emitEvent, eventId } from '../src/events/event.service.js';
 import { randomBase62 } from '../src/shared/ids.js';
@@ -17,6 +18,14 @@ const FAST = {
   PARLEY_EVENT_RETRY_DELAYS_MS: '50,50,50',
   PARLEY_JOB_POLL_MS: '20',
 };
+
+/** A `message.status` event of the agent, with no data: enough to exercise its delivery. */
+function emitStatus(ctx: AppContext, orgId: string, agentId: string) {
+  return emitEvent(
+    { db: ctx.db, jobs: ctx.jobs, clock: ctx.clock },
+    { id: eventId('message.status', randomBase62(9)), type: 'message.status', orgId, agentId, data: {}, at: 0 },
+  );
+}
 
 describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
   let t: TestApp;
@@ -182,17 +191,7 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
       const agent = await makeAgent(app.ctx, org.id);
       const { port } = silent.address() as AddressInfo;
       await createEndpoint(app.ctx.db, app.ctx.clock, { orgId: org.id, url: `http://127.0.0.1:${port}/hook` });
-      const [made] = await emitEvent(
-        { db: app.ctx.db, jobs: app.ctx.jobs, clock: app.ctx.clock },
-        {
-          id: eventId('message.status', randomBase62(9)),
-          type: 'message.status',
-          orgId: org.id,
-          agentId: agent.id,
-          data: {},
-          at: 0,
-        },
-      );
+      const [made] = await emitStatus(app.ctx, org.id, agent.id);
       const row = () =>
         app.ctx.db
           .selectFrom('event_deliveries')
@@ -315,17 +314,7 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
       const where = path();
       receiver.script(where, [500]);
       const ep = await createEndpoint(app.ctx.db, app.ctx.clock, { orgId: org.id, url: `${receiver.url}${where}` });
-      await emitEvent(
-        { db: app.ctx.db, jobs: app.ctx.jobs, clock: app.ctx.clock },
-        {
-          id: eventId('message.status', randomBase62(9)),
-          type: 'message.status',
-          orgId: org.id,
-          agentId: agent.id,
-          data: {},
-          at: 0,
-        },
-      );
+      await emitStatus(app.ctx, org.id, agent.id);
       await app.ctx.jobs.drained([EVENT_DELIVERY_QUEUE]);
       const row = await app.ctx.db
         .selectFrom('event_endpoints')
@@ -355,17 +344,7 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
       ]) {
         await createEndpoint(strict.ctx.db, strict.ctx.clock, { orgId: org.id, url });
       }
-      const made = await emitEvent(
-        { db: strict.ctx.db, jobs: strict.ctx.jobs, clock: strict.ctx.clock },
-        {
-          id: eventId('message.status', randomBase62(9)),
-          type: 'message.status',
-          orgId: org.id,
-          agentId: agent.id,
-          data: {},
-          at: 0,
-        },
-      );
+      const made = await emitStatus(strict.ctx, org.id, agent.id);
       await strict.ctx.jobs.drained([EVENT_DELIVERY_QUEUE]);
       const rows = await strict.ctx.db.selectFrom('event_deliveries').selectAll().where('id', 'in', made).execute();
       expect(rows).toHaveLength(4);
@@ -427,17 +406,7 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     const agent = await makeAgent(first.ctx, org.id);
     const where = path();
     await createEndpoint(first.ctx.db, first.ctx.clock, { orgId: org.id, url: `${receiver.url}${where}` });
-    const [made] = await emitEvent(
-      { db: first.ctx.db, jobs: first.ctx.jobs, clock: first.ctx.clock },
-      {
-        id: eventId('message.status', randomBase62(9)),
-        type: 'message.status',
-        orgId: org.id,
-        agentId: agent.id,
-        data: {},
-        at: 0,
-      },
-    );
+    const [made] = await emitStatus(first.ctx, org.id, agent.id);
     // The process stops before it delivers anything.
     const second = await createTestApp(dialect, { env: FAST, shareWith: first });
     try {

@@ -4,25 +4,16 @@
  * schema by test/platform-openapi.test.ts).
  */
 
+import { EndUserSchema } from '../end-users/end-user.schemas.js';
+
 const EU = 'eu_3kTq9ZpW0bLm2XcV7nR4sA';
 const AGENT = 'agt_7hQk2LmN9pRs4TuVw6XyZa';
 const CONVERSATION = 'cnv_2bYw8sKq4nLm6RtPz0XcVa';
 const WAMID = 'wamid.HBgLMTQxNTU1NTAxMDA';
 const T = 1795386969828;
 
-const endUser = {
-  _id: EU,
-  name: 'Ada Lovelace',
-  email: 'ada@example.com',
-  phone: '+14155550100',
-  tags: ['vip'],
-  origin: 'manual',
-  channelIdentifiers: { msgapp: '+14155550100' },
-  consent: {},
-  createdAt: T,
-  lastSeenAt: null,
-  updatedAt: T,
-};
+/** The end user of every example: the one `EndUser` carries itself. */
+const endUser: unknown = EndUserSchema.examples[0];
 
 const conversation = {
   id: CONVERSATION,
@@ -86,7 +77,6 @@ export const SCHEMA_EXAMPLES: Readonly<Record<string, unknown>> = {
     field: 'email',
     existingId: EU,
   },
-  EndUser: endUser,
   EndUserList: { data: [endUser], nextCursor: 'MTc5NTM4Njk2OTgyODpldV8za1RxOVpwVzBiTG0yWGNWN25SNHNB' },
   EndUserCreateRequest: {
     origin: 'manual',
