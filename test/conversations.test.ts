@@ -23,6 +23,7 @@ import {
   randomPhone,
   sandboxInbound,
   statusPayload,
+  templateSend,
   textSend,
 } from './helpers/messaging.js';
 import { startReceiver } from './helpers/receiver.js';
@@ -744,13 +745,7 @@ describe.each(DIALECTS)('conversations: idle close, limits and restarts (%s)', (
         method: 'POST',
         url: '/api/channels/send',
         headers: tenant.orgKey.auth,
-        payload: {
-          channel: 'msgapp',
-          to: randomPhone(),
-          type: 'template',
-          convId: tenant.agent.id,
-          template: { name: 'hello_world', language: 'en_US' },
-        },
+        payload: templateSend(tenant.agent.id),
       });
       expect(send.statusCode, send.body).toBe(200);
       expect((await trigger(tenant.orgKey.auth)).statusCode).toBe(200);
