@@ -107,14 +107,10 @@ export async function createCampaign(db: Kysely<DB>, clock: Clock, input: Create
   await inTransaction(db, async (trx) => {
     await insertCampaign(trx, row);
     if (actor) {
-      await recordAudit(trx, {
-        orgId: row.org_id,
-        actor,
-        action: 'campaign.created',
-        targetType: 'campaign',
-        targetId: row.id,
-        details: { name, agentId: row.agent_id, template: row.template_name, language: row.template_language },
-        at: now,
+      await auditCampaign(trx, row, actor, 'campaign.created', now, {
+        agentId: row.agent_id,
+        template: row.template_name,
+        language: row.template_language,
       });
     }
   });
@@ -157,7 +153,7 @@ export async function pauseCampaign(
 ): Promise<Campaign> {
   const row = await inTransaction(db, async (trx) => {
     const updated = await setCampaignStatus(trx, orgId, campaignId, 'paused', clock.now());
-    if (updated && actor) await auditStatus(trx, updated, actor, 'campaign.paused', clock.now());
+    if (updated && actor) await auditCampaign(trx, updated, actor, 'campaign.paused', clock.now());
     return updated;
   });
   if (!row) throw new AppError('NOT_FOUND', `No campaign with ID '${clip(campaignId, 64)}' in this organization.`);
@@ -180,19 +176,21 @@ export async function resumeCampaign(
     const updated = await setCampaignStatus(trx, orgId, campaignId, 'active', clock.now());
     if (!updated) return undefined;
     await jobs.enqueue<CampaignDispatchJob>(CAMPAIGN_DISPATCH_QUEUE, { campaignId }, { db: trx });
-    if (actor) await auditStatus(trx, updated, actor, 'campaign.resumed', clock.now());
+    if (actor) await auditCampaign(trx, updated, actor, 'campaign.resumed', clock.now());
     return updated;
   });
   if (!row) throw new AppError('NOT_FOUND', `No campaign with ID '${clip(campaignId, 64)}' in this organization.`);
   return toCampaign(row);
 }
 
-function auditStatus(
+/** One entry of the audit log about a campaign: its name, and what else the action carries. */
+function auditCampaign(
   trx: Kysely<DB>,
   row: { org_id: string; id: string; name: string },
   actor: string,
-  action: 'campaign.paused' | 'campaign.resumed',
+  action: 'campaign.created' | 'campaign.paused' | 'campaign.resumed' | 'campaign.removed',
   at: number,
+  details: Record<string, unknown> = {},
 ): Promise<void> {
   return recordAudit(trx, {
     orgId: row.org_id,
@@ -200,7 +198,7 @@ function auditStatus(
     action,
     targetType: 'campaign',
     targetId: row.id,
-    details: { name: row.name },
+    details: { name: row.name, ...details },
     at,
   });
 }
@@ -248,14 +246,9 @@ export async function removeCampaign(
       unsent: counts.queued,
     };
     if (input.actor) {
-      await recordAudit(trx, {
-        orgId: row.org_id,
-        actor: input.actor,
-        action: 'campaign.removed',
-        targetType: 'campaign',
-        targetId: row.id,
-        details: { name: row.name, keys: removed.keys, unsent: removed.unsent },
-        at: clock.now(),
+      await auditCampaign(trx, row, input.actor, 'campaign.removed', clock.now(), {
+        keys: removed.keys,
+        unsent: removed.unsent,
       });
     }
     return removed;
