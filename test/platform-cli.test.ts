@@ -327,6 +327,17 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
       headers: { authorization: `Bearer ${demo.keys.organization}` },
     });
     expect(ok.statusCode, ok.body).toBe(200);
+    // The campaign sends from an agent, so its key is taken: the curl line's recipients are queued.
+    const campaignLine = demo.curl.find((l) => l.includes('/webhook')) ?? '';
+    const webhookUrl = /(\/api\/campaigns\/cmp_\w+\/webhook)$/.exec(campaignLine)?.[1] ?? '';
+    const posted = await t.app.inject({
+      method: 'POST',
+      url: webhookUrl,
+      headers: { authorization: `Bearer ${demo.keys.campaign}` },
+      payload: { recipients: [{ to: '+14155550122' }] },
+    });
+    expect(posted.statusCode, posted.body).toBe(202);
+    expect(posted.json()).toMatchObject({ success: true, accepted: 1 });
     const text = await cli('demo');
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toMatch(/shown this once/);

@@ -37,7 +37,14 @@ export function registerDemoCommand(program: Command): void {
         const org = await createOrganization(db, clock, { name: 'Demo Co', plan: 'paid', defaultCountry: 'US' });
         const support = await createAgent(db, clock, { orgId: org.id, name: 'Support' });
         const sales = await createAgent(db, clock, { orgId: org.id, name: 'Sales' });
-        const campaign = await createCampaign(db, clock, { orgId: org.id, name: 'Spring launch' });
+        // Sent from Support's number, so that its key has something to do.
+        const campaign = await createCampaign(db, clock, {
+          orgId: org.id,
+          name: 'Spring launch',
+          agentId: support.id,
+          template: 'hello_world',
+          language: 'en_US',
+        });
         const orgKey = await createKey(db, clock, region.region, {
           orgId: org.id,
           label: 'demo organization key',
@@ -90,6 +97,9 @@ export function registerDemoCommand(program: Command): void {
           `curl -s -X POST -H "Authorization: Bearer ${orgKey.key}" -H "Content-Type: application/json" ` +
             `-d '{"to":"+14155550111","context":{"source":"demo"}}' ${base}/api/triggers/${support.id}/${trigger.id}`,
           `curl -s -H "Authorization: Bearer ${agentKey.key}" ${base}/api/conversations`,
+          `curl -s -X POST -H "Authorization: Bearer ${campaignKey.key}" -H "Content-Type: application/json" ` +
+            `-d '{"recipients":[{"to":"+14155550122"},{"to":"+14155550123"}]}' ${base}/api/campaigns/${campaign.id}/webhook`,
+          `curl -s -H "Authorization: Bearer ${campaignKey.key}" ${base}/api/campaigns/${campaign.id}`,
         );
         for (const step of demoSteps) await step(admin, demo);
         const curl = demo.curl;
