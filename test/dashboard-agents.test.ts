@@ -85,11 +85,12 @@ describe.each(DIALECTS)('dashboard agents and conversations (%s)', (dialect) => 
       language: 'en_US',
       id: 'welcome',
     });
+    const to = randomPhone();
     const res = await app.inject({
       method: 'POST',
       url: `/api/triggers/${tenant.agent.id}/welcome`,
       headers: tenant.orgKey.auth,
-      payload: { to: randomPhone() },
+      payload: { to, endUser: { name: 'Grace Hopper' } },
     });
     expect(res.statusCode).toBe(200);
     const { conversationId } = res.json<{ conversationId: string }>();
@@ -107,6 +108,7 @@ describe.each(DIALECTS)('dashboard agents and conversations (%s)', (dialect) => 
     expect(thread.statusCode).toBe(200);
     expect(thread.body).toContain('Template hello_world');
     expect(thread.body).toContain(tenant.agent.name);
+    expect(thread.body).toContain('<h1>Conversation with Grace Hopper</h1>');
 
     const stranger = await signInAs(app, (await makeUser(ctx, (await makeOrg(ctx)).id, 'owner')).email);
     expect((await stranger.get(`/dashboard/conversations/${conversationId}`)).statusCode).toBe(404);

@@ -3,6 +3,7 @@ import { listAgents } from '../agents/agent.service.js';
 import type { AppContext } from '../context.js';
 import type { ConversationListQuery } from '../conversations/conversation.schemas.js';
 import { getConversation, listConversationMessages, listConversations } from '../conversations/conversation.service.js';
+import { getEndUser } from '../end-users/end-user.service.js';
 import { listEndpoints } from '../events/endpoint.service.js';
 import { listNumbers } from '../numbers/number.service.js';
 import { AppError, isAppError } from '../shared/errors.js';
@@ -133,9 +134,12 @@ export function registerAgentPages(app: FastifyInstance, ctx: AppContext, kit: P
       ...(q.cursor ? { cursor: q.cursor } : {}),
     });
     const agents = await listAgents(db, session.org.id);
+    // The person by name or number (the record may have been deleted since: then its ID).
+    const endUser = await getEndUser(db, session.org.id, found.endUserId).catch(() => undefined);
     return kit.html(
       reply,
       renderPage('thread', {
+        endUserName: endUser?.name ?? endUser?.phone ?? found.endUserId,
         title: 'Conversation',
         session,
         section: 'conversations',

@@ -285,7 +285,7 @@ const TEMPLATES: Record<string, string> = {
 <% } %>`,
 
   thread: `<nav aria-label="Breadcrumb"><ul><li><a href="/dashboard/conversations">Conversations</a></li><li><%= it.conversation.id %></li></ul></nav>
-<h1>Conversation with <%= it.conversation.endUserId %></h1>
+<h1>Conversation with <%= it.endUserName %></h1>
 <p>Agent <%= it.agentName %> · <%= it.conversation.status === 'open' ? 'Open' : 'Closed' %> · started <%= it.started %></p>
 <% if (it.messages.length === 0) { %><p>No messages.</p><% } else { %>
 <ol class="thread">
