@@ -4,7 +4,7 @@ import { keyCacheOf } from '../src/auth/key-cache.js';
 import { revokeKey } from '../src/keys/key.service.js';
 import { hashKey } from '../src/keys/key-format.js';
 import { setOrganizationPlan } from '../src/orgs/org.service.js';
-import { createTestApp, DIALECTS, PG_URL, type TestApp } from './helpers/app.js';
+import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
 import { runCli } from './helpers/cli.js';
 import { makeKey, makeOrg } from './helpers/factories.js';
 import { makeSendingTenant, templateSend } from './helpers/messaging.js';
@@ -252,12 +252,14 @@ describe.each(DIALECTS)('key cache: changes seen on the very next request (%s)',
   });
 });
 
-describe.skipIf(!PG_URL)('key cache: two nodes on one PostgreSQL schema', () => {
+// Two nodes: on PostgreSQL two servers on one schema; on SQLite two servers, each with its own
+// connection, on one database file (as two processes on one data folder).
+describe.each(DIALECTS)('key cache: two nodes on one database (%s)', (dialect) => {
   let a: TestApp;
   let b: TestApp;
   beforeAll(async () => {
-    a = await createTestApp('postgres');
-    b = await createTestApp('postgres', { shareWith: a, ownDataDir: true });
+    a = await createTestApp(dialect);
+    b = await createTestApp(dialect, { shareWith: a, ownDataDir: dialect === 'postgres' });
   });
   afterAll(async () => {
     await b?.close();

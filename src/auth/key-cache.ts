@@ -43,6 +43,9 @@ export interface Entry<T> {
  *   that round trip by reading the epoch in its own statement (`peek`, then `confirm` before it
  *   answers; a changed epoch means authenticating again from the database first): a change
  *   committed before the request began is in that statement's snapshot.
+ * - **Both.** The by-ID reads peek and confirm on SQLite too: one statement (one read transaction,
+ *   one snapshot) then answers for the key and the record, where `PRAGMA data_version` would be a
+ *   read transaction of its own. Not while a transaction is open on the connection.
  */
 export class KeyCache<T> {
   private entries = new Map<string, Entry<T>>();
@@ -102,12 +105,12 @@ export class KeyCache<T> {
   }
 
   /**
-   * PostgreSQL, for a route that reads the epoch in its own query: the value cached under the
-   * newest epoch seen, without a round trip. The caller must then read the epoch in the same
-   * statement as its data and pass it to `confirm` before answering.
+   * For a route that reads the epoch in its own query: the value cached under the newest epoch
+   * seen, without a statement or round trip of its own. The caller must then read the epoch in the
+   * same statement as its data and pass it to `confirm` before answering.
    */
   peek(hash: string): Entry<T> | undefined {
-    if (this.sqlite) return undefined;
+    if (this.sqlite?.inTransaction) return undefined;
     const hit = this.entries.get(hash);
     return hit && hit.epoch === this.epoch ? hit : undefined;
   }
@@ -130,6 +133,10 @@ export class KeyCache<T> {
 
 /** The key epoch as seen from one SQLite connection, read again only when something may have moved it. */
 class SqliteEpoch {
+  get inTransaction(): boolean {
+    return this.sqlite.inTransaction;
+  }
+
   private statements: { dataVersion: SQLite.Statement; epochRow: SQLite.Statement } | undefined;
   private lastDataVersion = -1;
   private epoch: number | undefined;

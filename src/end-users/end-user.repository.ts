@@ -119,7 +119,7 @@ const endUserByIdWithKeyEpoch = precompiled((db) =>
 );
 
 /**
- * For a GET by ID whose key the cache admitted (PostgreSQL): the record and the key epoch read in
+ * For a GET by ID whose key the cache admitted: the record and the key epoch read in
  * the same snapshot, so the key is confirmed without a round trip of its own.
  */
 export async function findEndUserByIdWithKeyEpoch(

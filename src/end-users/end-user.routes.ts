@@ -119,7 +119,7 @@ export const endUserRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
   // One onRequest hook per route: the path check (by-ID routes), the key, then the key's scope.
   const auth = requireKey(ctx, 'endusers', { after: requireOrganizationKey });
   const byIdAuth = requireKey(ctx, 'endusers', { before: requireIdInPath, after: requireOrganizationKey });
-  // GET reads the key epoch in its own query (a cached key then costs PostgreSQL no round trip).
+  // GET reads the key epoch in its own query (a cached key then costs no statement of its own).
   const getByIdAuth = requireKey(ctx, 'endusers', {
     before: requireIdInPath,
     after: requireOrganizationKey,

@@ -34,7 +34,7 @@ export interface RequireKeyOptions {
   readonly after?: (principal: Principal) => void;
   /**
    * The route reads the key epoch in its own query and calls `confirmKeyEpoch` with it before it
-   * answers (PostgreSQL: a cached key then costs no round trip of its own). Read routes only: a
+   * answers (a cached key then costs no statement or round trip of its own). Read routes only: a
    * write must not run before its key is confirmed.
    */
   readonly epochInQuery?: boolean;

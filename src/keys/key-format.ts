@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import { REGIONS, type Region } from '../config.js';
 import { randomBase62, toBase62 } from '../shared/ids.js';
@@ -31,8 +31,14 @@ export interface GeneratedKey {
   hash: string;
 }
 
+/** One-shot `crypto.hash` where Node has it (20.12 and later): no Hash object per request. */
+const sha256Hex: (text: string) => string =
+  typeof crypto.hash === 'function'
+    ? (text) => crypto.hash('sha256', text, 'hex')
+    : (text) => crypto.createHash('sha256').update(text).digest('hex');
+
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return sha256Hex(key);
 }
 
 export function generateKey(region: Region): GeneratedKey {

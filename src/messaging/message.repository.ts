@@ -424,7 +424,7 @@ export async function findMessage(
 
 /**
  * The same, and the key epoch, in one statement (a GET whose cached key awaits the epoch; see
- * confirmKeyEpoch): on PostgreSQL one round trip instead of three.
+ * confirmKeyEpoch): on PostgreSQL one round trip instead of three, on SQLite one read transaction.
  */
 export async function findMessageWithKeyEpoch(
   db: Kysely<DB>,
