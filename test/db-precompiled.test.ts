@@ -4,6 +4,18 @@ import { precompiled, slot } from '../src/db/precompiled.js';
 import { isWindowOpen, openWindow } from '../src/messaging/message.repository.js';
 import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
 
+const windowsOf = precompiled((db) =>
+  db
+    .selectFrom('messaging_windows as w')
+    .leftJoin('messaging_windows as later', (join) =>
+      join.onRef('later.number_id', '=', 'w.number_id').on('later.last_inbound_at', '>', slot<number>(1)),
+    )
+    .select(['w.number_id', 'w.user_phone', 'w.last_inbound_at', 'later.user_phone as later_phone'])
+    .where('w.number_id', '=', slot<string>(0))
+    .orderBy('w.user_phone')
+    .orderBy('later.user_phone'),
+);
+
 const insertWindow = precompiled((db) =>
   db.insertInto('messaging_windows').values({ number_id: slot(0), user_phone: slot(1), last_inbound_at: slot(2) }),
 );
@@ -24,6 +36,33 @@ describe.each(DIALECTS)('precompiled queries (%s)', (dialect) => {
     expect(await isWindowOpen(t.ctx.db, 'num_a', '+16505550003', 1000)).toBe(false);
     await openWindow(t.ctx.db, 'num_a', '+16505550001', 500); // older: does not shorten it
     expect(await isWindowOpen(t.ctx.db, 'num_a', '+16505550001', 1000 + 24 * 3600_000)).toBe(true);
+  });
+
+  it('read rows the same as Kysely: column names, nulls, numbers, and no row at all', async () => {
+    await insertWindow(t.ctx.db, ['num_rows', '+16505550201', 10]);
+    await insertWindow(t.ctx.db, ['num_rows', '+16505550202', 20]);
+    const viaKysely = (at: number, number = 'num_rows') =>
+      t.ctx.db
+        .selectFrom('messaging_windows as w')
+        .leftJoin('messaging_windows as later', (join) =>
+          join.onRef('later.number_id', '=', 'w.number_id').on('later.last_inbound_at', '>', at),
+        )
+        .select(['w.number_id', 'w.user_phone', 'w.last_inbound_at', 'later.user_phone as later_phone'])
+        .where('w.number_id', '=', number)
+        .orderBy('w.user_phone')
+        .orderBy('later.user_phone')
+        .execute();
+    const rows = (await windowsOf(t.ctx.db, ['num_rows', 15])).rows;
+    expect(rows).toEqual([
+      { number_id: 'num_rows', user_phone: '+16505550201', last_inbound_at: 10, later_phone: '+16505550202' },
+      { number_id: 'num_rows', user_phone: '+16505550202', last_inbound_at: 20, later_phone: '+16505550202' },
+    ]);
+    expect(rows).toEqual(await viaKysely(15));
+    // A second run of the same statement, and one whose join finds nothing (nulls).
+    const none = (await windowsOf(t.ctx.db, ['num_rows', 50])).rows;
+    expect(none.map((r) => r.later_phone)).toEqual([null, null]);
+    expect(none).toEqual(await viaKysely(50));
+    expect((await windowsOf(t.ctx.db, ['num_absent', 0])).rows).toEqual([]);
   });
 
   it("never land inside another caller's transaction: a rollback there does not take them along", async () => {
