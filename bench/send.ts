@@ -41,12 +41,16 @@ const { values: args } = parseArgs({
     sequential: { type: 'string', default: '1000' },
     dist: { type: 'boolean', default: false },
     'no-statuses': { type: 'boolean', default: false },
+    recipients: { type: 'string', default: '1' },
     cli: { type: 'string' },
   },
 });
 const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const SEQUENTIAL = Number(args.sequential);
+/** `--recipients N`: Parley's sends go round N recipients (each one conversation) instead of one. */
+const RECIPIENTS = Number(args.recipients);
+const recipient = (i: number) => (RECIPIENTS === 1 ? '+14155550100' : `+1415555${String(1000 + (i % RECIPIENTS))}`);
 /** `--cli path/to/dist/cli/main.js`: serve (and seed with) another build, an earlier commit's say. */
 const BUILD = args.cli ?? args.dist;
 const ENTRY = entry(BUILD);
@@ -58,11 +62,12 @@ async function load(url: string, options: Partial<AutocannonOptions> = {}): Prom
 }
 
 /** One request at a time, timed with hrtime: latency without queueing. */
-async function sequential(url: string, init: { headers: Record<string, string>; body: string }) {
+async function sequential(url: string, init: { headers: Record<string, string>; bodies: readonly string[] }) {
   const times: number[] = [];
   for (let i = 0; i < SEQUENTIAL; i++) {
     const t0 = process.hrtime.bigint();
-    const res = await request(url, { method: 'POST', headers: init.headers, body: init.body });
+    const body = init.bodies[i % init.bodies.length];
+    const res = await request(url, { method: 'POST', headers: init.headers, body });
     await res.body.dump();
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
     if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}`);
@@ -116,12 +121,14 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
     await waitUp(`http://127.0.0.1:${parleyPort}/api/health`, parley);
 
     const json = { 'content-type': 'application/json' };
-    const sendBody = JSON.stringify({
-      channel: 'msgapp',
-      to: '+14155550100',
-      type: 'template',
-      template: { name: 'order_update', language: 'en_US', parameters: { header: ['Hi'], body: ['Ada', 'A1'] } },
-    });
+    const sendBodies = Array.from({ length: RECIPIENTS }, (_, i) =>
+      JSON.stringify({
+        channel: 'msgapp',
+        to: recipient(i),
+        type: 'template',
+        template: { name: 'order_update', language: 'en_US', parameters: { header: ['Hi'], body: ['Ada', 'A1'] } },
+      }),
+    );
     const sendHeaders = { ...json, authorization: `Bearer ${key}` };
     const wireBody = JSON.stringify({
       messaging_product: 'whatsapp',
@@ -148,17 +155,39 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
     const sendUrl = `http://127.0.0.1:${parleyPort}/api/channels/send`;
 
     const targets = [
-      { target: 'node:http baseline', url: `${baselineUrl}/`, headers: json, body: '{}' },
-      { target: 'sandbox, called directly', url: sandboxUrl, headers: wireHeaders, body: wireBody },
-      { target: `Parley POST /api/channels/send (${dialect})`, url: sendUrl, headers: sendHeaders, body: sendBody },
+      { target: 'node:http baseline', url: `${baselineUrl}/`, headers: json, bodies: ['{}'] },
+      { target: 'sandbox, called directly', url: sandboxUrl, headers: wireHeaders, bodies: [wireBody] },
+      {
+        target: `Parley POST /api/channels/send (${dialect})`,
+        url: sendUrl,
+        headers: sendHeaders,
+        bodies: sendBodies,
+      },
     ];
     const rows: Row[] = [];
     for (const t of targets) {
       log(
         `${dialect}: ${t.target}: ${SEQUENTIAL} sequential requests, then ${DURATION} s at ${CONNECTIONS} connections`,
       );
-      const seq = await sequential(t.url, { headers: t.headers, body: t.body });
-      const r = await load(t.url, { method: 'POST', headers: t.headers, body: t.body });
+      if (t.bodies.length > 1) {
+        // Each recipient once first, so what is measured is the send to someone known.
+        log(`${dialect}: a first send to each of the ${t.bodies.length} recipients`);
+        for (const body of t.bodies) {
+          const res = await request(t.url, { method: 'POST', headers: t.headers, body });
+          await res.body.dump();
+          if (res.statusCode !== 200) throw new Error(`${t.url} answered ${res.statusCode}`);
+        }
+      }
+      const seq = await sequential(t.url, { headers: t.headers, bodies: t.bodies });
+      let next = 0;
+      const r = await load(t.url, {
+        method: 'POST',
+        headers: t.headers,
+        body: t.bodies[0],
+        ...(t.bodies.length > 1
+          ? { requests: [{ setupRequest: (req) => ({ ...req, body: t.bodies[next++ % t.bodies.length] }) }] }
+          : {}),
+      });
       rows.push({
         target: t.target,
         rps: r.requests.average,

@@ -61,6 +61,66 @@ describe.each(DIALECTS)('POST /api/channels/send (%s)', (dialect) => {
     expectMatchesContract(t.app, 'POST', '/api/channels/send', res);
   });
 
+  it('a known recipient: the send joins their live conversation; one idle past the limit (not yet swept) is left for a new one', async () => {
+    const to = randomPhone();
+    const payload = {
+      ...templateSend(undefined, to),
+      template: { name: 'order_update', language: 'en_US', parameters: { header: ['Hi'], body: ['Ada', '42'] } },
+    };
+    const sent: { messageId: string; conversationId: string }[] = [];
+    for (let i = 0; i < 2; i++) {
+      const res = await send(payload);
+      expect(res.statusCode, res.body).toBe(200);
+      sent.push(res.json());
+    }
+    expect(sent[1]?.conversationId).toBe(sent[0]?.conversationId);
+    // The conversation's last message a day and a second ago: idle, though the sweep has not run.
+    await t.ctx.db
+      .updateTable('conversations')
+      .set({ last_message_at: Date.now() - 24 * 3600_000 - 1000 })
+      .where('id', '=', sent[0]?.conversationId ?? '')
+      .execute();
+    const third = await send(payload);
+    expect(third.statusCode, third.body).toBe(200);
+    sent.push(third.json());
+    expect(sent[2]?.conversationId).not.toBe(sent[0]?.conversationId);
+
+    // Each message stored once, whole, in the conversation its send answered with.
+    const rows = await t.ctx.db
+      .selectFrom('messages')
+      .select(['provider_message_id', 'conversation_id', 'to_phone', 'type', 'template_name', 'template_language'])
+      .select(['template_parameters', 'status', 'status_rank', 'error_code', 'created_at', 'updated_at', 'agent_id'])
+      .where('to_phone', '=', to)
+      .orderBy('created_at')
+      .execute();
+    expect(rows).toHaveLength(3);
+    rows.forEach((row, i) => {
+      expect(row).toEqual({
+        provider_message_id: sent[i]?.messageId,
+        conversation_id: sent[i]?.conversationId,
+        to_phone: to,
+        type: 'template',
+        template_name: 'order_update',
+        template_language: 'en_US',
+        template_parameters: JSON.stringify({ body: ['Ada', '42'], header: ['Hi'] }),
+        status: expect.stringMatching(/^(accepted|sent|delivered|read)$/),
+        status_rank: expect.any(Number),
+        error_code: null,
+        created_at: expect.any(Number),
+        updated_at: expect.any(Number),
+        agent_id: tenant.agent.id,
+      });
+      expect(Number(row.created_at)).toBeGreaterThan(Date.now() - 60_000);
+    });
+    const thread = await t.app.inject({
+      method: 'GET',
+      url: `/api/conversations/${sent[0]?.conversationId}/messages`,
+      headers: tenant.orgKey.auth,
+    });
+    expect(thread.statusCode).toBe(200);
+    expect(JSON.stringify(thread.json())).toContain(sent[1]?.messageId);
+  });
+
   it('maps template parameters to provider components and normalizes `to` to E.164', async () => {
     const res = await send({
       channel: 'msgapp',
