@@ -268,6 +268,41 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     }
   });
 
+  it('a batch leaves a status for a message it cannot find to its body’s own run, which keeps it pending', async () => {
+    const known = await sendOne();
+    const unknown = `wamid.LATER${Date.now()}`;
+    const job = (id: string, statuses: Parameters<typeof statusPayload>[1]) => ({
+      payload: { raw: JSON.stringify(statusPayload(pid(), statuses)), receivedAt: T0 + 6000 },
+      job: { id, queue: PROVIDER_WEBHOOK_QUEUE, attempt: 1, maxAttempts: 3 },
+    });
+    const finished = await t.ctx.messaging.webhooks.applyStatusBatch([
+      job('job_known', [{ id: known, status: 'read', timestamp: T0 + 5000 }]),
+      job('job_mixed', [
+        { id: known, status: 'delivered', timestamp: T0 + 4000 },
+        { id: unknown, status: 'delivered', timestamp: T0 + 4000 },
+      ]),
+    ]);
+    // The body whose message was found is finished; the other is left to run on its own.
+    expect(finished).toEqual(['job_known']);
+    const pendingOf = () =>
+      t.ctx.db.selectFrom('pending_statuses').select('status').where('provider_message_id', '=', unknown).execute();
+    expect(await pendingOf()).toEqual([]);
+    expect((await getMessage(known)).json().message.status).toBe('read');
+
+    // Its own run stores the pending status (committed), and applies the known one only once.
+    await postWebhook(
+      t,
+      statusPayload(pid(), [
+        { id: known, status: 'delivered', timestamp: T0 + 4000 },
+        { id: unknown, status: 'delivered', timestamp: T0 + 4000 },
+      ]),
+    );
+    await t.ctx.messaging.webhooks.idle();
+    expect(await pendingOf()).toEqual([{ status: 'delivered' }]);
+    const statuses = (await getMessage(known)).json().message.statuses as { status: string }[];
+    expect(statuses.map((x) => x.status).sort()).toEqual(['delivered', 'read']);
+  });
+
   it('bodies left in the inbox by a stopped process are applied at the next start', async () => {
     const id = await sendOne();
     // As a crash would leave them: acknowledged to the provider, never processed.

@@ -328,7 +328,10 @@ export class WebhookProcessor {
    * same outcome); resolves with their job IDs. A body with an inbound message is left to run on its
    * own (it has waiters, a transaction of its own and an end user to record). Statuses go in one
    * order, by message, so two batches touching the same messages wait for each other instead of
-   * deadlocking. Anything failing rolls the batch back, and each body then runs on its own.
+   * deadlocking. Anything failing rolls the batch back, and each body then runs on its own. So does
+   * a body with a status for a message not found: a pending status must be committed before the
+   * message is looked up again (a send reads pending statuses after committing its acceptance), and
+   * inside the batch it would not be.
    */
   async applyStatusBatch(
     jobs: readonly { readonly payload: ProviderWebhookJob; readonly job: JobInfo }[],
@@ -342,16 +345,24 @@ export class WebhookProcessor {
     if (bodies.length === 0) return [];
     await this.purgePending();
     const tasks = bodies
-      .flatMap((b) => b.tasks)
+      .flatMap((b) => b.tasks.map((task) => ({ body: b.id, task })))
       .sort((a, b) =>
-        a.providerMessageId < b.providerMessageId ? -1 : a.providerMessageId > b.providerMessageId ? 1 : 0,
+        a.task.providerMessageId < b.task.providerMessageId
+          ? -1
+          : a.task.providerMessageId > b.task.providerMessageId
+            ? 1
+            : 0,
       );
+    const onTheirOwn = new Set<string>();
     await this.db.transaction().execute(async (trx) => {
-      for (const task of tasks) await this.applyStatusTask(task, trx);
+      for (const { body, task } of tasks) {
+        if ((await this.applyStatusTask(task, trx)) === 'unfound') onTheirOwn.add(body);
+      }
     });
     // The events raised are visible now that the batch committed.
     this.jobs?.wake(EVENT_DELIVERY_QUEUE);
-    return bodies.map((b) => b.id);
+    // Those bodies run again on their own (statuses and events already applied are applied once).
+    return bodies.filter((b) => !onTheirOwn.has(b.id)).map((b) => b.id);
   }
 
   /**
@@ -596,11 +607,19 @@ export class WebhookProcessor {
     }
   }
 
-  /** Applies one status, through `db` (a batch's transaction, or the database itself). */
+  /**
+   * Applies one status, through `db` (a batch's transaction, or the database itself). In a batch, a
+   * status for a message not found is not stored: 'unfound'.
+   */
+  private async applyStatusTask(task: Extract<Task, { kind: 'status' }>): Promise<TaskOutcome>;
+  private async applyStatusTask(
+    task: Extract<Task, { kind: 'status' }>,
+    db: Kysely<DB>,
+  ): Promise<TaskOutcome | 'unfound'>;
   private async applyStatusTask(
     task: Extract<Task, { kind: 'status' }>,
     db: Kysely<DB> = this.db,
-  ): Promise<TaskOutcome> {
+  ): Promise<TaskOutcome | 'unfound'> {
     if (db === this.db) await this.purgePending();
     const { providerMessageId, phoneNumberId } = task;
     const found = await findMessageForStatus(db, providerMessageId, task.callbackData, phoneNumberId);
@@ -617,6 +636,8 @@ export class WebhookProcessor {
       }
       return 'applied';
     }
+    // In a batch's transaction: left for the body's own run (see applyStatusBatch).
+    if (db !== this.db) return 'unfound';
     await storePendingStatus(db, providerMessageId, task.event, phoneNumberId);
     // The send may have stored its provider ID between our lookup and the insert above.
     const late = await findMessageForStatus(db, providerMessageId, undefined, phoneNumberId);
