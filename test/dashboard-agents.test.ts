@@ -109,6 +109,19 @@ describe.each(DIALECTS)('dashboard agents and conversations (%s)', (dialect) => 
     expect(thread.body).toContain('Template hello_world');
     expect(thread.body).toContain(tenant.agent.name);
     expect(thread.body).toContain('<h1>Conversation with Grace Hopper</h1>');
+    // The end user deleted since: the thread still opens, headed by the record's ID.
+    const { endUserId } = (
+      await app.inject({ method: 'GET', url: `/api/conversations/${conversationId}`, headers: tenant.orgKey.auth })
+    ).json<{ endUserId: string }>();
+    const deleted = await app.inject({
+      method: 'DELETE',
+      url: `/api/endusers/${endUserId}`,
+      headers: tenant.orgKey.auth,
+    });
+    expect(deleted.statusCode).toBe(200);
+    const orphan = await owner.get(`/dashboard/conversations/${conversationId}`);
+    expect(orphan.statusCode).toBe(200);
+    expect(orphan.body).toContain(`<h1>Conversation with ${endUserId}</h1>`);
 
     const stranger = await signInAs(app, (await makeUser(ctx, (await makeOrg(ctx)).id, 'owner')).email);
     expect((await stranger.get(`/dashboard/conversations/${conversationId}`)).statusCode).toBe(404);

@@ -135,7 +135,10 @@ export function registerAgentPages(app: FastifyInstance, ctx: AppContext, kit: P
     });
     const agents = await listAgents(db, session.org.id);
     // The person by name or number (the record may have been deleted since: then its ID).
-    const endUser = await getEndUser(db, session.org.id, found.endUserId).catch(() => undefined);
+    const endUser = await getEndUser(db, session.org.id, found.endUserId).catch((err: unknown) => {
+      if (isAppError(err) && err.code === 'NOT_FOUND') return undefined;
+      throw err;
+    });
     return kit.html(
       reply,
       renderPage('thread', {
