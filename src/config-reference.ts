@@ -43,7 +43,7 @@ export const SETTINGS: readonly Setting[] = [
     section: 'messaging',
     default: '`10000`',
     description:
-      "whole-request timeout of a send, at most `120000`; past it: 502, outcome unknown. An idempotent send's in-flight claim lasts this plus one minute (at least 5 minutes), so no setting lets a retry take over a send still waiting",
+      "timeout of each wait of a send (connecting to the provider, its answer's headers, then its whole body), at most `120000`; past it: 502, outcome unknown. An idempotent send's in-flight claim lasts three times this plus one minute (at least 5 minutes), so no setting lets a retry take over a send still waiting",
   },
   {
     names: ['PARLEY_SECRET_KEY'],

@@ -727,6 +727,32 @@ describe.each(DIALECTS)('POST /api/channels/send against other providers (%s)', 
     }
   });
 
+  it('an answer whose body never ends is a timeout too: a 502 saying the outcome is unknown, stored as unconfirmed', async () => {
+    const provider = await startFakeProvider(() => 'drip');
+    const { t, tenant } = await appWithProvider(provider.url, { PARLEY_PROVIDER_TIMEOUT_MS: '300' });
+    try {
+      const started = Date.now();
+      const res = await sendWith(t, tenant.agentKey.auth, templateSend());
+      expect(res.statusCode).toBe(502);
+      const error: string = res.json().error;
+      expect(error).toMatch(
+        /^The messaging provider's answer is missing \(no answer within 300 ms\), so whether it accepted/,
+      );
+      // A byte every 100 ms never trips the pause timeout; the whole body is what is bounded.
+      expect(Date.now() - started).toBeLessThan(5_000);
+      const ownId = /\/api\/messages\/(msg_\w+)/.exec(error)?.[1] ?? '';
+      const stored = await t.ctx.db
+        .selectFrom('messages')
+        .selectAll()
+        .where('id', '=', ownId)
+        .executeTakeFirstOrThrow();
+      expect(stored).toMatchObject({ status: 'unconfirmed', provider_message_id: null, error_message: error });
+    } finally {
+      await t.close();
+      await provider.close();
+    }
+  });
+
   it('a provider that cannot be reached did not get the message: the key is released and a retry sends', async () => {
     const port = await closedPort();
     const { t, tenant } = await appWithProvider(`http://127.0.0.1:${port}`);

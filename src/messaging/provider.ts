@@ -1,4 +1,4 @@
-import { Agent, request } from 'undici';
+import { Agent, type Dispatcher, request } from 'undici';
 
 /** What Parley asks the provider to send, already validated and normalized. */
 export interface ProviderSend {
@@ -43,6 +43,26 @@ const NOT_SENT_CODES = new Set([
   'ENETUNREACH',
   'UND_ERR_CONNECT_TIMEOUT',
 ]);
+
+/** The request went out and the answer did not come (or stopped coming) in time. */
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/**
+ * An answer's body, read in full within `ms` of its headers: undici's `bodyTimeout` bounds each
+ * pause in it, this the whole (a body dripped a byte at a time would otherwise never end).
+ */
+async function bodyWithin(body: Dispatcher.ResponseData['body'], ms: number): Promise<string> {
+  const timer = setTimeout(() => {
+    body.destroy(
+      Object.assign(new Error(`the answer's body took longer than ${ms} ms`), { code: 'UND_ERR_BODY_TIMEOUT' }),
+    );
+  }, ms);
+  try {
+    return await body.text();
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 function errorCodeOf(err: unknown): string | undefined {
   for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
@@ -117,7 +137,16 @@ export function toWireBody(input: ProviderSend): Record<string, unknown> {
 /** The Cloud API adapter; the sandbox speaks the same wire format, so it serves both. */
 export function createCloudProvider(options: CloudProviderOptions): MessagingProvider {
   // One keep-alive pool per origin; sends never pipeline so one slow answer blocks nothing else.
-  const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1 });
+  // The timeout bounds each wait (connecting, the answer's headers, any pause in its body) with
+  // undici's own timers: an AbortSignal per send cost a timer, a listener and a finalizer each.
+  const dispatcher = new Agent({
+    keepAliveTimeout: 30_000,
+    connections: 256,
+    pipelining: 1,
+    connect: { timeout: options.timeoutMs },
+    headersTimeout: options.timeoutMs,
+    bodyTimeout: options.timeoutMs,
+  });
   const base = options.baseUrl.replace(/\/$/, '');
   return {
     async send(input) {
@@ -130,20 +159,19 @@ export function createCloudProvider(options: CloudProviderOptions): MessagingPro
           dispatcher,
           headers: { authorization: `Bearer ${input.accessToken}`, 'content-type': 'application/json' },
           body: JSON.stringify(toWireBody(input)),
-          signal: AbortSignal.timeout(options.timeoutMs),
         });
         status = res.statusCode;
-        const text = await res.body.text();
+        const text = await bodyWithin(res.body, options.timeoutMs);
         try {
           parsed = text ? (JSON.parse(text) as ProviderErrorBody) : undefined;
         } catch {
           parsed = undefined;
         }
       } catch (err) {
-        const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
-        if (timedOut)
-          return { ok: false, kind: 'unknown', code: null, message: `no answer within ${options.timeoutMs} ms` };
         const code = errorCodeOf(err);
+        if (code !== undefined && TIMEOUT_CODES.has(code)) {
+          return { ok: false, kind: 'unknown', code: null, message: `no answer within ${options.timeoutMs} ms` };
+        }
         if (code !== undefined && NOT_SENT_CODES.has(code)) {
           return { ok: false, kind: 'unavailable', code: null, message: 'could not be reached' };
         }

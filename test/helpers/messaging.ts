@@ -135,7 +135,8 @@ export function statusPayload(
   };
 }
 
-type FakeAnswer = { status: number; body?: unknown } | 'hang';
+/** 'hang': never answers; 'drip': answers 200 with its headers, then a byte of body every 100 ms, for ever. */
+type FakeAnswer = { status: number; body?: unknown } | 'hang' | 'drip';
 
 /** A stand-in provider with scripted answers, for what the sandbox cannot do (fixed IDs, hangs). */
 export async function startFakeProvider(
@@ -154,6 +155,13 @@ export async function startFakeProvider(
       requests.push({ body, authorization: req.headers.authorization });
       void Promise.resolve(answer(body, req)).then((out) => {
         if (out === 'hang') return;
+        if (out === 'drip') {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.write('{');
+          const timer = setInterval(() => res.write(' '), 100);
+          res.on('close', () => clearInterval(timer));
+          return;
+        }
         res.writeHead(out.status, { 'content-type': 'application/json' });
         res.end(JSON.stringify(out.body ?? {}));
       });
