@@ -322,6 +322,53 @@ describe.each(DIALECTS)('key cache: two nodes on one database (%s)', (dialect) =
     }
   });
 
+  it('POST /api/channels/send reads the epoch with its recipient: a key revoked on one node is refused by the other, and nothing is sent', async () => {
+    const tenant = await makeSendingTenant(a.ctx);
+    const send = (t: TestApp, auth: { authorization: string }, payload: object, headers = {}) =>
+      t.app.inject({ method: 'POST', url: '/api/channels/send', headers: { ...auth, ...headers }, payload });
+    const stored = async () =>
+      (await a.ctx.db.selectFrom('messages').select('id').where('org_id', '=', tenant.org.id).execute()).length;
+    const claims = async (key: string) =>
+      (await a.ctx.db.selectFrom('idempotency_keys').select('key').where('key', '=', key).execute()).length;
+    const good = () => templateSend(tenant.agent.id);
+    // Each case: what the request gets from a live key, then from the same key cached on `node`
+    // and revoked through the other node just before (the request is the first to see it).
+    const cases: {
+      name: string;
+      payload: () => object;
+      headers?: (n: number) => Record<string, string>;
+      live: number;
+    }[] = [
+      { name: 'a send', payload: good, live: 200 },
+      { name: 'a body the schema refuses', payload: () => ({ channel: 'msgapp' }), live: 400 },
+      { name: 'an unknown agent', payload: () => templateSend('agt_unknown'), live: 404 },
+      {
+        name: 'an idempotent send',
+        payload: good,
+        headers: (n) => ({ 'idempotency-key': `cached-revoked-${dialect}-${n}` }),
+        live: 200,
+      },
+    ];
+    let n = 0;
+    for (const node of [a, b]) {
+      const other = node === a ? b : a;
+      for (const c of cases) {
+        const k = await makeKey(a.ctx, tenant.org.id, { permissions: ['channels'] });
+        // Cached on both nodes, by sends that went through.
+        for (const t of [a, b]) expect((await send(t, k.auth, good())).statusCode).toBe(200);
+        expect((await send(node, k.auth, c.payload(), c.headers?.(n++))).statusCode, c.name).toBe(c.live);
+        await revokeKey(other.ctx.db, other.ctx.clock, tenant.org.id, k.id);
+        const before = await stored();
+        const idempotencyKey = c.headers?.(n++);
+        const res = await send(node, k.auth, c.payload(), idempotencyKey);
+        expect(res.statusCode, `${c.name} on ${node === a ? 'a' : 'b'}`).toBe(401);
+        expect(res.json()).toEqual({ success: false, error: 'This API key has been revoked.' });
+        expect(await stored(), c.name).toBe(before);
+        if (idempotencyKey) expect(await claims(idempotencyKey['idempotency-key'] ?? '')).toBe(0);
+      }
+    }
+  });
+
   it('GET /api/messages/:id and /api/conversations/:id read the epoch too: a revocation on one node is refused on the other', async () => {
     const tenant = await makeSendingTenant(a.ctx);
     const k = tenant.orgKey;

@@ -121,7 +121,14 @@ export class KeyCache<T> {
       this.entries.clear();
       this.epoch = seen;
     }
+    // Read from the database just now: what `beside` may use for the next second.
+    if (seen === this.epoch) this.pgEpochReadAt = performance.now();
     return seen === used;
+  }
+
+  /** The current key epoch, read from the database (undefined: none to trust, as in a transaction). */
+  readEpoch(): Promise<number | undefined> {
+    return this.sqlite ? Promise.resolve(this.sqlite.current()) : this.pgEpoch();
   }
 
   private async pgEpoch(): Promise<number | undefined> {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
-import { BEARER, principalOf, requireKey } from '../http/auth.js';
+import { BEARER, confirmKeyEpoch, keyEpochPending, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
 import { IDEMPOTENCY_RESPONSE_HEADERS, IdempotencyHeaders, idempotency } from '../idempotency/idempotency.hook.js';
 import { RATE_LIMIT_HEADERS, rateLimit, rateLimitedResponse, withHeaders } from '../rate-limit/rate-limit.hook.js';
@@ -24,7 +24,8 @@ export const channelRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
     '/api/channels/send',
     {
       config: { family: 'channel' },
-      onRequest: [requireKey(ctx, 'channels'), rateLimit(ctx)],
+      // The key, when cached, is confirmed by the epoch the send's first read sees (before any write).
+      onRequest: [requireKey(ctx, 'channels', { epochInQuery: true }), rateLimit(ctx)],
       preHandler: idem.preHandler,
       onSend: idem.onSend,
       schema: {
@@ -48,7 +49,12 @@ export const channelRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
     },
     async (request, reply) => {
       try {
-        const result = await sendChannelMessage(ctx, principalOf(request), request.body);
+        const result = await sendChannelMessage(
+          ctx,
+          principalOf(request),
+          request.body,
+          keyEpochPending(request) ? (epoch) => confirmKeyEpoch(ctx, request, epoch) : undefined,
+        );
         // The verb decides the status (always 200 today; errors are thrown as AppError).
         return reply.code(result.status as 200).send(result.body);
       } catch (err) {

@@ -12,7 +12,7 @@ import {
   MAX_HEADER_PARAMETERS,
   TEMPLATE_LANGUAGE,
 } from './channel.schemas.js';
-import { sendFailureError, sendFromAgent } from './send-from-agent.js';
+import { type SendFromAgentInput, sendFailureError, sendFromAgent } from './send-from-agent.js';
 
 export { rejectionSentence, SendOutcomeUnknown } from './send-from-agent.js';
 
@@ -117,6 +117,8 @@ export async function sendChannelMessage(
   ctx: AppContext,
   principal: Principal,
   body: ChannelSendBody,
+  /** The request's cached key awaits the key epoch (see `SendFromAgentInput.confirmKey`). */
+  confirmKey?: SendFromAgentInput['confirmKey'],
 ): Promise<ServiceResult<ChannelSendResponse>> {
   const { to, content } = checkBody(body);
 
@@ -132,6 +134,7 @@ export async function sendChannelMessage(
     to,
     content,
     conversation: { origin: 'manual', required: false },
+    confirmKey,
   });
   if (!result.ok) throw sendFailureError(result);
   return {

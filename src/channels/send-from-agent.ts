@@ -200,6 +200,13 @@ export interface SendFromAgentInput {
    * interactive: it goes at once and takes a slot as it goes, so campaign sends make room for it.
    */
   readonly paced?: boolean;
+  /**
+   * The request's key was admitted from the cache and awaits the key epoch (src/http/auth.ts):
+   * called with the epoch the send's first statement read (undefined: none was read), before
+   * anything else is decided or written. If the epoch had moved, the key is authenticated again
+   * and the cache dropped, so the agent's number is then read afresh too.
+   */
+  readonly confirmKey?: ((epoch: number | undefined) => Promise<unknown>) | undefined;
 }
 
 export type SendFromAgentResult =
@@ -241,6 +248,14 @@ export const conversationDeps = (ctx: AppContext): ConversationDeps => ({
  */
 export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput): Promise<SendFromAgentResult> {
   const { orgId, agentId, to, content } = input;
+  const wanted = input.conversation;
+  const phone = endUserPhoneOf(to);
+  // Most sends go to someone already known, in an open conversation: one read finds both, and the
+  // key epoch that confirms a cached key, before anything else.
+  const recipient = phone ? await findRecipient(ctx.db, orgId, agentId, phone) : undefined;
+  await input.confirmKey?.(recipient?.epoch);
+  const known = recipient?.known;
+
   const sender = await senderOf(ctx, orgId, agentId);
   if (!sender) throw new AppError('NOT_FOUND', `No agent with ID '${clip(agentId, 64)}' in this organization.`);
   if (!sender.numberId || !sender.phoneNumberId) {
@@ -259,13 +274,9 @@ export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput):
     );
   }
 
-  const wanted = input.conversation;
-  const phone = endUserPhoneOf(to);
   if (!phone && wanted.required) {
     throw new AppError('INVALID_BODY', `'to' (${to}) is not a phone number an end user can have.`);
   }
-  // Most sends go to someone already known, in an open conversation: one read finds both.
-  const known = phone ? await findRecipient(ctx.db, orgId, agentId, phone) : undefined;
   const endUser = !phone
     ? undefined
     : known

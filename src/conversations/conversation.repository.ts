@@ -48,10 +48,14 @@ const CONVERSATION_COLUMNS = [
   'updated_at',
 ] as const satisfies readonly (keyof ConversationTable)[];
 
-/** The end user with a phone and their open conversation with an agent, in one statement. */
+/**
+ * The key epoch, the end user with a phone and their open conversation with an agent, in one
+ * statement: always one row, the epoch's.
+ */
 const recipientQuery = precompiled((db) =>
   db
-    .selectFrom('end_users as u')
+    .selectFrom('key_epoch')
+    .leftJoin('end_users as u', (join) => join.on('u.org_id', '=', slot<string>(0)).on('u.phone', '=', slot<string>(2)))
     .leftJoin('conversations as c', (join) =>
       join
         .onRef('c.org_id', '=', 'u.org_id')
@@ -59,10 +63,9 @@ const recipientQuery = precompiled((db) =>
         .on('c.agent_id', '=', slot<string>(1))
         .on('c.status', '=', OPEN),
     )
-    .select(['u.id as u_id', 'u.name as u_name', 'u.email as u_email'])
+    .select(['key_epoch.epoch as key_epoch', 'u.id as u_id', 'u.name as u_name', 'u.email as u_email'])
     .select(CONVERSATION_COLUMNS.map((c) => `c.${c}` as const))
-    .where('u.org_id', '=', slot<string>(0))
-    .where('u.phone', '=', slot<string>(2)),
+    .where('key_epoch.id', '=', 1),
 );
 
 export interface KnownRecipient {
@@ -73,20 +76,26 @@ export interface KnownRecipient {
 
 /**
  * The send path's read of its recipient: the organization's end user with this phone and their
- * open conversation with the agent, or undefined when there is no such end user.
+ * open conversation with the agent (`known` undefined when there is no such end user), and the key
+ * epoch, read in the same statement (a send whose cached key awaits it confirms it from here).
  */
 export async function findRecipient(
   db: Kysely<DB>,
   orgId: string,
   agentId: string,
   phone: string,
-): Promise<KnownRecipient | undefined> {
+): Promise<{ known: KnownRecipient | undefined; epoch: number }> {
   const row = (await recipientQuery(db, [orgId, agentId, phone])).rows[0];
-  if (!row) return undefined;
-  const { u_id, u_name, u_email, ...conversation } = row;
+  if (!row) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
+  const { key_epoch, u_id, u_name, u_email, ...conversation } = row;
+  const epoch = Number(key_epoch);
+  if (u_id === null) return { known: undefined, epoch };
   return {
-    endUser: { id: u_id, name: u_name, email: u_email },
-    open: conversation.id === null ? undefined : (conversation as ConversationTable),
+    known: {
+      endUser: { id: u_id, name: u_name, email: u_email },
+      open: conversation.id === null ? undefined : (conversation as ConversationTable),
+    },
+    epoch,
   };
 }
 

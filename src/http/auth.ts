@@ -34,8 +34,10 @@ export interface RequireKeyOptions {
   readonly after?: (principal: Principal) => void;
   /**
    * The route reads the key epoch in its own query and calls `confirmKeyEpoch` with it before it
-   * answers (a cached key then costs no statement or round trip of its own). Read routes only: a
-   * write must not run before its key is confirmed.
+   * answers (a cached key then costs no statement or round trip of its own): a read, or a route
+   * whose first statement is a read, confirmed before anything is written. Any error answered
+   * while the key awaits confirmation confirms it first (the error handler), so a key revoked
+   * meanwhile gets its 401, not the error its request would have had.
    */
   readonly epochInQuery?: boolean;
 }
@@ -104,12 +106,28 @@ function isAdmitted(
  * cached, the key is authenticated again from the database, and a key revoked (or a plan changed)
  * meanwhile is refused here, before the route answers.
  */
-export async function confirmKeyEpoch(ctx: AppContext, request: FastifyRequest, seen: number): Promise<void> {
+export async function confirmKeyEpoch(
+  ctx: Pick<AppContext, 'database'>,
+  request: FastifyRequest,
+  /** Undefined: the route read none, so it is read now. */
+  seen: number | undefined,
+): Promise<'confirmed' | 'again'> {
   const check = request.keyCheck;
-  if (!check) return;
+  if (!check) return 'confirmed';
   request.keyCheck = undefined;
-  if (keyCacheOf<KeyRecord>(ctx.database).confirm(check.epoch, seen)) return check.touch();
+  const cache = keyCacheOf<KeyRecord>(ctx.database);
+  const epoch = seen ?? (await cache.readEpoch());
+  if (epoch !== undefined && cache.confirm(check.epoch, epoch)) {
+    await check.touch();
+    return 'confirmed';
+  }
   request.principal = await check.again();
+  return 'again';
+}
+
+/** Confirms the request's cached key now, if it still awaits it (before a write, or an error answer). */
+export async function settleKeyEpoch(ctx: Pick<AppContext, 'database'>, request: FastifyRequest): Promise<void> {
+  if (request.keyCheck) await confirmKeyEpoch(ctx, request, undefined);
 }
 
 /** Whether the request's key still awaits `confirmKeyEpoch`. */

@@ -173,17 +173,32 @@ export function toAppError(err: FastifyError | AppError | Error, bodyLimit: numb
   return new AppError('INTERNAL', 'Internal server error.');
 }
 
-export function installErrorHandlers(app: FastifyInstance, bodyLimit: number): void {
-  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+export function installErrorHandlers(
+  app: FastifyInstance,
+  bodyLimit: number,
+  /**
+   * Runs before an error is answered; what it throws is answered instead (a key admitted from the
+   * cache is confirmed there, so a key revoked meanwhile gets its 401, not the request's error).
+   */
+  beforeAnswer?: (request: FastifyRequest) => Promise<void>,
+): void {
+  app.setErrorHandler(async (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // An unknown route is a 404 whatever else is wrong with the request (its body, say).
-    const appErr = request.is404 ? notFound(request) : toAppError(err, bodyLimit);
+    let appErr = request.is404 ? notFound(request) : toAppError(err, bodyLimit);
+    if (beforeAnswer) {
+      try {
+        await beforeAnswer(request);
+      } catch (authErr) {
+        appErr = toAppError(authErr as FastifyError, bodyLimit);
+      }
+    }
     if (appErr.code === 'INTERNAL') {
       request.log.error({ err }, 'request failed');
     } else if (appErr.status >= 500) {
       request.log.warn({ code: appErr.code, reason: appErr.message }, 'upstream failure');
     }
     if (appErr.headers) reply.headers(appErr.headers);
-    reply.code(appErr.status).send(envelope(familyOf(request), appErr));
+    return reply.code(appErr.status).send(envelope(familyOf(request), appErr));
   });
 
   app.setNotFoundHandler((request, reply) => {

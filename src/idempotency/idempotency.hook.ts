@@ -1,7 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import type { AppContext } from '../context.js';
-import { principalOf } from '../http/auth.js';
+import { principalOf, settleKeyEpoch } from '../http/auth.js';
 import { completeClaim, releaseClaim } from './idempotency.repository.js';
 import {
   type Claim,
@@ -50,7 +50,7 @@ export const REPLAYED_HEADER = 'idempotent-replayed';
 const PURGE_EVERY_MS = 10 * 60 * 1000;
 
 export function idempotency(
-  ctx: Pick<AppContext, 'db' | 'clock' | 'logger'>,
+  ctx: Pick<AppContext, 'db' | 'clock' | 'logger' | 'database'>,
   operation: string,
   options: IdempotencyOptions = {},
 ): IdempotencyHooks {
@@ -62,6 +62,8 @@ export function idempotency(
   async function idempotencyPreHandler(request: FastifyRequest, reply: FastifyReply) {
     const key = parseIdempotencyKey(request.headers['idempotency-key']);
     if (key === undefined) return;
+    // The claim is a write: a key admitted from the cache is confirmed first.
+    await settleKeyEpoch(ctx, request);
     const principal = principalOf(request);
     const now = ctx.clock.now();
     if (now - lastPurge >= PURGE_EVERY_MS) {
