@@ -177,28 +177,34 @@ export function installErrorHandlers(
   app: FastifyInstance,
   bodyLimit: number,
   /**
-   * Runs before an error is answered; what it throws is answered instead (a key admitted from the
-   * cache is confirmed there, so a key revoked meanwhile gets its 401, not the request's error).
+   * Work to finish before an error is answered, when there is any (a key admitted from the cache
+   * is confirmed there, so a key revoked meanwhile gets its 401, not the request's error); what it
+   * throws is answered instead. Without it the answer is sent at once, in the same turn, before
+   * anything else the connection does (a body that then fails to parse) can answer first.
    */
-  beforeAnswer?: (request: FastifyRequest) => Promise<void>,
+  beforeAnswer?: (request: FastifyRequest) => Promise<void> | undefined,
 ): void {
-  app.setErrorHandler(async (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // An unknown route is a 404 whatever else is wrong with the request (its body, say).
-    let appErr = request.is404 ? notFound(request) : toAppError(err, bodyLimit);
-    if (beforeAnswer) {
-      try {
-        await beforeAnswer(request);
-      } catch (authErr) {
-        appErr = toAppError(authErr as FastifyError, bodyLimit);
+    const appErr = request.is404 ? notFound(request) : toAppError(err, bodyLimit);
+    const answer = (e: AppError): void => {
+      if (e.code === 'INTERNAL') {
+        request.log.error({ err }, 'request failed');
+      } else if (e.status >= 500) {
+        request.log.warn({ code: e.code, reason: e.message }, 'upstream failure');
       }
+      if (e.headers) reply.headers(e.headers);
+      reply.code(e.status).send(envelope(familyOf(request), e));
+    };
+    const pending = beforeAnswer?.(request);
+    if (!pending) {
+      answer(appErr);
+      return;
     }
-    if (appErr.code === 'INTERNAL') {
-      request.log.error({ err }, 'request failed');
-    } else if (appErr.status >= 500) {
-      request.log.warn({ code: appErr.code, reason: appErr.message }, 'upstream failure');
-    }
-    if (appErr.headers) reply.headers(appErr.headers);
-    return reply.code(appErr.status).send(envelope(familyOf(request), appErr));
+    return pending.then(
+      () => answer(appErr),
+      (authErr: unknown) => answer(toAppError(authErr as FastifyError, bodyLimit)),
+    );
   });
 
   app.setNotFoundHandler((request, reply) => {
