@@ -548,6 +548,14 @@ describe.each(DIALECTS)('POST /api/channels/send (%s)', (dialect) => {
 });
 
 describe.each(DIALECTS)('POST /api/channels/send against other providers (%s)', (dialect) => {
+  /** The message a 502 of unknown outcome names is stored as unconfirmed, with that sentence; its ID. */
+  async function expectStoredUnconfirmed(t: TestApp, error: string): Promise<string> {
+    const ownId = /\/api\/messages\/(msg_\w+)/.exec(error)?.[1] ?? '';
+    const stored = await t.ctx.db.selectFrom('messages').selectAll().where('id', '=', ownId).executeTakeFirstOrThrow();
+    expect(stored).toMatchObject({ status: 'unconfirmed', provider_message_id: null, error_message: error });
+    return ownId;
+  }
+
   async function appWithProvider(baseUrl: string, extraEnv: Record<string, string> = {}) {
     const t = await createQuietTestApp(dialect, { env: { PARLEY_PROVIDER_BASE_URL: baseUrl, ...extraEnv } });
     const tenant = await makeTenant(t.ctx);
@@ -682,13 +690,7 @@ describe.each(DIALECTS)('POST /api/channels/send against other providers (%s)', 
       );
       expect(Date.now() - started).toBeLessThan(5_000);
       expect(provider.requests).toHaveLength(1);
-      const ownId = /\/api\/messages\/(msg_\w+)/.exec(error)?.[1] ?? '';
-      const stored = await t.ctx.db
-        .selectFrom('messages')
-        .selectAll()
-        .where('id', '=', ownId)
-        .executeTakeFirstOrThrow();
-      expect(stored).toMatchObject({ status: 'unconfirmed', provider_message_id: null, error_message: error });
+      const ownId = await expectStoredUnconfirmed(t, error);
 
       // The same key does not send again, even once the provider answers: the stored 502 comes back.
       hang = false;
@@ -740,13 +742,7 @@ describe.each(DIALECTS)('POST /api/channels/send against other providers (%s)', 
       );
       // A byte every 100 ms never trips the pause timeout; the whole body is what is bounded.
       expect(Date.now() - started).toBeLessThan(5_000);
-      const ownId = /\/api\/messages\/(msg_\w+)/.exec(error)?.[1] ?? '';
-      const stored = await t.ctx.db
-        .selectFrom('messages')
-        .selectAll()
-        .where('id', '=', ownId)
-        .executeTakeFirstOrThrow();
-      expect(stored).toMatchObject({ status: 'unconfirmed', provider_message_id: null, error_message: error });
+      await expectStoredUnconfirmed(t, error);
     } finally {
       await t.close();
       await provider.close();
