@@ -67,8 +67,7 @@ export class KeyCache<T> {
    * `read` must read the database after this call starts.
    */
   async get(hash: string, read: () => Promise<T | undefined>): Promise<T | undefined> {
-    const epoch = this.sqlite ? this.sqlite.current() : await this.pgEpoch();
-    return this.under(epoch, hash, read);
+    return this.under(await this.readEpoch(), hash, read);
   }
 
   /**

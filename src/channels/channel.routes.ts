@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
-import { BEARER, confirmKeyEpoch, keyEpochPending, principalOf, requireKey } from '../http/auth.js';
+import { BEARER, keyEpochConfirmer, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
 import { IDEMPOTENCY_RESPONSE_HEADERS, IdempotencyHeaders, idempotency } from '../idempotency/idempotency.hook.js';
 import { RATE_LIMIT_HEADERS, rateLimit, rateLimitedResponse, withHeaders } from '../rate-limit/rate-limit.hook.js';
@@ -53,7 +53,7 @@ export const channelRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
           ctx,
           principalOf(request),
           request.body,
-          keyEpochPending(request) ? (epoch) => confirmKeyEpoch(ctx, request, epoch) : undefined,
+          keyEpochConfirmer(ctx, request),
         );
         // The verb decides the status (always 200 today; errors are thrown as AppError).
         return reply.code(result.status as 200).send(result.body);

@@ -206,7 +206,7 @@ export interface SendFromAgentInput {
    * anything else is decided or written. If the epoch had moved, the key is authenticated again
    * and the cache dropped, so the agent's number is then read afresh too.
    */
-  readonly confirmKey?: ((epoch: number | undefined) => Promise<unknown>) | undefined;
+  readonly confirmKey?: ((epoch: number | undefined) => Promise<void>) | undefined;
 }
 
 export type SendFromAgentResult =

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { conversationDeps } from '../channels/send-from-agent.js';
 import type { AppContext } from '../context.js';
-import { BEARER, confirmKeyEpoch, keyEpochPending, principalOf, requireKey } from '../http/auth.js';
+import { BEARER, keyEpochConfirmer, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
 import {
   ConversationIdParams,
@@ -66,12 +66,7 @@ export const conversationRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> 
       },
     },
     async (request) =>
-      getConversation(
-        ctx.db,
-        () => readerOf(request),
-        request.params.conversationId,
-        keyEpochPending(request) ? (epoch) => confirmKeyEpoch(ctx, request, epoch) : undefined,
-      ),
+      getConversation(ctx.db, () => readerOf(request), request.params.conversationId, keyEpochConfirmer(ctx, request)),
   );
 
   app.get(

@@ -4,7 +4,7 @@ import Ajv from 'ajv';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/auth.js';
 import type { AppContext } from '../context.js';
-import { BEARER, confirmKeyEpoch, keyEpochPending, principalOf, requireKey } from '../http/auth.js';
+import { BEARER, keyEpochConfirmer, principalOf, requireKey } from '../http/auth.js';
 import { installJsonParser } from '../http/json-body.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
@@ -213,12 +213,7 @@ export const endUserRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
       },
     },
     async (request) =>
-      getEndUser(
-        db,
-        principalOf(request).orgId,
-        request.params.endUserId,
-        keyEpochPending(request) ? (epoch) => confirmKeyEpoch(ctx, request, epoch) : undefined,
-      ),
+      getEndUser(db, principalOf(request).orgId, request.params.endUserId, keyEpochConfirmer(ctx, request)),
   );
 
   // In its own scope, so that application/merge-patch+json (the media type of a JSON merge patch,

@@ -17,7 +17,7 @@ import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
 import { AppError } from '../shared/errors.js';
 import { triggerRoutes } from '../triggers/trigger.routes.js';
 import { apiReference } from './api-reference.js';
-import { keyEpochPending, settleKeyEpoch } from './auth.js';
+import { settleKeyEpoch } from './auth.js';
 import {
   ChannelError,
   CodedError,
@@ -96,9 +96,7 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
 
   app.decorateRequest('principal', null);
   installValidators(app);
-  installErrorHandlers(app, ctx.config.bodyLimit, (request) =>
-    keyEpochPending(request) ? settleKeyEpoch(ctx, request) : undefined,
-  );
+  installErrorHandlers(app, ctx.config.bodyLimit, (request) => settleKeyEpoch(ctx, request));
   // JSON only: Fastify's default text/plain parser would let a non-JSON body reach the schema.
   app.removeContentTypeParser('text/plain');
   installJsonParser(app);

@@ -111,27 +111,31 @@ export async function confirmKeyEpoch(
   request: FastifyRequest,
   /** Undefined: the route read none, so it is read now. */
   seen: number | undefined,
-): Promise<'confirmed' | 'again'> {
+): Promise<void> {
   const check = request.keyCheck;
-  if (!check) return 'confirmed';
+  if (!check) return;
   request.keyCheck = undefined;
   const cache = keyCacheOf<KeyRecord>(ctx.database);
   const epoch = seen ?? (await cache.readEpoch());
-  if (epoch !== undefined && cache.confirm(check.epoch, epoch)) {
-    await check.touch();
-    return 'confirmed';
-  }
+  if (epoch !== undefined && cache.confirm(check.epoch, epoch)) return check.touch();
   request.principal = await check.again();
-  return 'again';
 }
 
-/** Confirms the request's cached key now, if it still awaits it (before a write, or an error answer). */
-export async function settleKeyEpoch(ctx: Pick<AppContext, 'database'>, request: FastifyRequest): Promise<void> {
-  if (request.keyCheck) await confirmKeyEpoch(ctx, request, undefined);
+/**
+ * Confirms the request's cached key now, if it still awaits it (before a write, or an error
+ * answer); undefined when there is nothing to wait for.
+ */
+export function settleKeyEpoch(ctx: Pick<AppContext, 'database'>, request: FastifyRequest): Promise<void> | undefined {
+  return request.keyCheck ? confirmKeyEpoch(ctx, request, undefined) : undefined;
 }
 
-/** Whether the request's key still awaits `confirmKeyEpoch`. */
-export const keyEpochPending = (request: FastifyRequest): boolean => request.keyCheck !== undefined;
+/** What a route with `epochInQuery` hands its read: the confirmation, if the request's key awaits one. */
+export function keyEpochConfirmer(
+  ctx: Pick<AppContext, 'database'>,
+  request: FastifyRequest,
+): ((epoch: number | undefined) => Promise<void>) | undefined {
+  return request.keyCheck ? (epoch) => confirmKeyEpoch(ctx, request, epoch) : undefined;
+}
 
 /** The authenticated principal of a protected route's request. */
 export function principalOf(request: FastifyRequest): Principal {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../context.js';
-import { BEARER, confirmKeyEpoch, keyEpochPending, principalOf, requireKey } from '../http/auth.js';
+import { BEARER, keyEpochConfirmer, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
 import { getMessage, MessageResponse } from './message.service.js';
 
@@ -22,11 +22,6 @@ export const messageRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
       },
     },
     async (request) =>
-      getMessage(
-        ctx,
-        () => principalOf(request),
-        request.params.messageId,
-        keyEpochPending(request) ? (epoch) => confirmKeyEpoch(ctx, request, epoch) : undefined,
-      ),
+      getMessage(ctx, () => principalOf(request), request.params.messageId, keyEpochConfirmer(ctx, request)),
   );
 };

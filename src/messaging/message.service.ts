@@ -87,7 +87,7 @@ export async function getMessage(
   ctx: AppContext,
   principal: () => Principal,
   messageId: string,
-  confirmKeyEpoch?: (epoch: number) => Promise<unknown>,
+  confirmKeyEpoch?: (epoch: number) => Promise<void>,
 ): Promise<MessageResponse> {
   let found: Awaited<ReturnType<typeof findMessage>>;
   if (confirmKeyEpoch) {
