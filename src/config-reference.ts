@@ -122,7 +122,9 @@ export const SETTINGS: readonly Setting[] = [
     names: ['DATABASE_URL', 'DATABASE_URL_<REGION>'],
     section: 'storage',
     default: 'unset',
-    description: 'PostgreSQL connection URL; each region uses its own schema `parley_<region>`',
+    description:
+      'PostgreSQL connection URL; each region uses its own schema `parley_<region>`. A database on the same ' +
+      'machine is best reached through its Unix socket: `postgresql://user@%2Fvar%2Frun%2Fpostgresql/db`',
   },
   {
     names: ['PARLEY_PG_SCHEMA_<REGION>', 'PARLEY_PG_SCHEMA'],

@@ -74,7 +74,9 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   } catch (err) {
     await bootstrap.end().catch(() => undefined);
     const reason = err instanceof Error ? err.message : String(err);
-    throw new ConfigError(`cannot connect to PostgreSQL at ${describePgUrl(config.url)} (DATABASE_URL): ${reason}`);
+    throw new ConfigError(
+      `cannot connect to PostgreSQL at ${await describePgUrl(config.url)} (DATABASE_URL): ${reason}`,
+    );
   }
   try {
     // Under the start-up lock: nodes starting at once on a fresh database would otherwise race on
@@ -119,11 +121,18 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
   return { db, dialect: 'postgres', sqlite: undefined, close: () => db.destroy() };
 }
 
-/** host:port/database of a connection URL, never its password. */
-function describePgUrl(url: string): string {
+/**
+ * Where a connection URL points, never its password: `host:port/database`, or the Unix socket
+ * (`postgresql://user@%2Fvar%2Frun%2Fpostgresql/db`, or `?host=/var/run/postgresql`) and the database.
+ */
+export async function describePgUrl(url: string): Promise<string> {
+  const { parse } = await import('pg-connection-string');
   try {
-    const u = new URL(url);
-    return `${u.hostname}:${u.port || '5432'}${u.pathname}`;
+    const { host, port, database } = parse(url);
+    const db = database ? `/${database}` : '';
+    if (host?.startsWith('/'))
+      return `socket ${host.replace(/\/$/, '')}/.s.PGSQL.${port || '5432'}, database ${database ?? '(default)'}`;
+    return `${host || 'localhost'}:${port || '5432'}${db}`;
   } catch {
     return '(unparsable URL)';
   }
