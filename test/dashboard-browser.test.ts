@@ -55,6 +55,13 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
       .filter((v) => v.impact === 'serious' || v.impact === 'critical')
       .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
     expect(bad, `accessibility of ${name}`).toEqual([]);
+    // Nothing runs past the page's edge or makes a table scroll sideways (the viewport is 1,280 wide).
+    const overflowing = await page.evaluate(() =>
+      [document.documentElement, ...document.querySelectorAll('figure')]
+        .filter((e) => e.scrollWidth > e.clientWidth + 1)
+        .map((e) => `${e.tagName.toLowerCase()}: ${e.scrollWidth} > ${e.clientWidth}`),
+    );
+    expect(overflowing, `width of ${name}`).toEqual([]);
   }
 
   async function signIn(page: Page, email: string) {
@@ -323,6 +330,11 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
     await page.getByRole('button', { name: 'Pause' }).waitFor();
     await expect.poll(() => page.locator('#campaign-status').textContent()).toBe('Active');
     await check(page, '18-campaign');
+    // Pause and Remove sit side by side, with a gap between them.
+    const pauseBox = await page.getByRole('button', { name: 'Pause' }).boundingBox();
+    const removeBox = await page.getByRole('button', { name: 'Remove campaign' }).boundingBox();
+    expect(pauseBox && removeBox && removeBox.x - (pauseBox.x + pauseBox.width)).toBeGreaterThanOrEqual(8);
+    expect(pauseBox && removeBox && Math.abs(removeBox.y - pauseBox.y)).toBeLessThan(4);
 
     // A campaign key through the dialog: Label only; shown once.
     await page.getByRole('button', { name: 'Create campaign key' }).click();

@@ -10,6 +10,12 @@ const DASHBOARD_CSS = `
 .error { color: #b3261e; font-weight: 600; }
 form.inline { margin: 0; }
 form.inline button { margin: 0; padding: 0.3rem 0.8rem; width: auto; }
+.actions { display: flex; flex-wrap: wrap; gap: 1rem; align-items: center; margin-bottom: 1rem; }
+.actions > * { margin: 0; }
+/* Buttons beside an inline form or in a table row are as compact as it is (wide tables keep to the page). */
+.actions a[role="button"], td a[role="button"] { margin: 0; padding: 0.3rem 0.8rem; white-space: nowrap; }
+/* Half of Pico's side padding: the nine columns of the keys table fit 1,280 pixels. */
+th, td { padding-inline: 0.5rem; }
 .who { font-size: 0.9rem; }
 nav[aria-label="Breadcrumb"] ul li:not(:last-child)::after { content: " ›"; padding-left: 0.3rem; }
 dialog footer { display: flex; gap: 1rem; justify-content: flex-end; }

@@ -319,11 +319,13 @@ const TEMPLATES: Record<string, string> = {
 <p>ID <code><%= it.campaign.id %></code> · Agent: <%= it.agent %> · Template: <%= it.template %></p>
 <p>Status: <strong id="campaign-status"><%= it.status %></strong></p>
 <% if (it.canManage) { %>
+<div class="actions">
 <form method="post" action="/dashboard/campaigns/<%= it.campaign.id %>/<%= it.campaign.status === 'paused' ? 'resume' : 'pause' %>" class="inline">
 <input type="hidden" name="_csrf" value="<%= it.csrfToken %>">
 <button type="submit"<% if (it.campaign.status !== 'paused') { %> class="secondary"<% } %>><%= it.campaign.status === 'paused' ? 'Resume' : 'Pause' %></button>
 </form>
 <a href="/dashboard/campaigns/<%= it.campaign.id %>?remove=1" hx-get="/dashboard/campaigns/<%= it.campaign.id %>/remove" hx-target="#dialog-slot" role="button" class="secondary outline">Remove campaign</a>
+</div>
 <% } %>
 <h2>Deliveries by status</h2>
 <table>
