@@ -44,6 +44,8 @@ const { values: args } = parseArgs({
     'no-statuses': { type: 'boolean', default: false },
     recipients: { type: 'string', default: '1' },
     cli: { type: 'string' },
+    // sqlite,postgres: which to run (postgres needs DATABASE_URL); both when DATABASE_URL is set.
+    dialects: { type: 'string' },
   },
 });
 const DURATION = Number(args.duration);
@@ -207,7 +209,13 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
   }
 }
 
-const dialects: ('sqlite' | 'postgres')[] = process.env.DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+const dialects = (args.dialects?.split(',') ?? (process.env.DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'])).map(
+  (d) => {
+    if (d !== 'sqlite' && d !== 'postgres') throw new Error(`--dialects: unknown '${d}' (sqlite, postgres)`);
+    if (d === 'postgres' && !process.env.DATABASE_URL) throw new Error('--dialects postgres needs DATABASE_URL');
+    return d;
+  },
+);
 const all: Row[][] = [];
 for (const dialect of dialects) all.push(await runDialect(dialect));
 
