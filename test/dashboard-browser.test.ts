@@ -56,11 +56,16 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
       .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
     expect(bad, `accessibility of ${name}`).toEqual([]);
     // Nothing runs past the page's edge or makes a table scroll sideways (the viewport is 1,280 wide).
-    const overflowing = await page.evaluate(() =>
-      [document.documentElement, ...document.querySelectorAll('figure')]
+    const overflowing = await page.evaluate(() => {
+      // Runs in the page (this file is typed for Node, without the DOM's types).
+      type Box = { tagName: string; scrollWidth: number; clientWidth: number };
+      const doc = (
+        globalThis as unknown as { document: { documentElement: Box; querySelectorAll(s: string): Iterable<Box> } }
+      ).document;
+      return [doc.documentElement, ...doc.querySelectorAll('figure')]
         .filter((e) => e.scrollWidth > e.clientWidth + 1)
-        .map((e) => `${e.tagName.toLowerCase()}: ${e.scrollWidth} > ${e.clientWidth}`),
-    );
+        .map((e) => `${e.tagName.toLowerCase()}: ${e.scrollWidth} > ${e.clientWidth}`);
+    });
     expect(overflowing, `width of ${name}`).toEqual([]);
   }
 

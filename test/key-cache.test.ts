@@ -3,11 +3,12 @@ import type { KeyRecord } from '../src/auth/auth.js';
 import { keyCacheOf } from '../src/auth/key-cache.js';
 import { revokeKey } from '../src/keys/key.service.js';
 import { hashKey } from '../src/keys/key-format.js';
+import { assignNumber } from '../src/numbers/number.service.js';
 import { setOrganizationPlan } from '../src/orgs/org.service.js';
 import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
 import { runCli } from './helpers/cli.js';
 import { makeKey, makeOrg } from './helpers/factories.js';
-import { makeSendingTenant, templateSend } from './helpers/messaging.js';
+import { makeNumber, makeSendingTenant, randomPhone, templateSend } from './helpers/messaging.js';
 import { until } from './helpers/wait.js';
 
 /** Creates an end user through the API; its ID. */
@@ -331,6 +332,7 @@ describe.each(DIALECTS)('key cache: two nodes on one database (%s)', (dialect) =
     const claims = async (key: string) =>
       (await a.ctx.db.selectFrom('idempotency_keys').select('key').where('key', '=', key).execute()).length;
     const good = () => templateSend(tenant.agent.id);
+    const knownPhone = randomPhone();
     // Each case: what the request gets from a live key, then from the same key cached on `node`
     // and revoked through the other node just before (the request is the first to see it).
     const cases: {
@@ -340,6 +342,9 @@ describe.each(DIALECTS)('key cache: two nodes on one database (%s)', (dialect) =
       live: number;
     }[] = [
       { name: 'a send', payload: good, live: 200 },
+      // Known, in a live conversation (made by its live send): on PostgreSQL the recipient read
+      // would store the message too, which it must not do once the epoch has moved.
+      { name: 'a send to a known recipient', payload: () => templateSend(tenant.agent.id, knownPhone), live: 200 },
       { name: 'a body the schema refuses', payload: () => ({ channel: 'msgapp' }), live: 400 },
       { name: 'an unknown agent', payload: () => templateSend('agt_unknown'), live: 404 },
       {
@@ -367,6 +372,43 @@ describe.each(DIALECTS)('key cache: two nodes on one database (%s)', (dialect) =
         if (idempotencyKey) expect(await claims(idempotencyKey['idempotency-key'] ?? '')).toBe(0);
       }
     }
+  });
+
+  it('a send to a known recipient goes from the number assigned through the other node a moment before', async () => {
+    const tenant = await makeSendingTenant(a.ctx);
+    const to = randomPhone();
+    const send = (t: TestApp) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/api/channels/send',
+        headers: tenant.agentKey.auth,
+        payload: templateSend(undefined, to),
+      });
+    const numberOf = async (messageId: string) =>
+      (
+        await a.ctx.db
+          .selectFrom('messages')
+          .select('number_id')
+          .where('provider_message_id', '=', messageId)
+          .executeTakeFirstOrThrow()
+      ).number_id;
+    // Key and number cached on both nodes; the recipient known, in a live conversation.
+    for (const t of [a, b, a, b]) expect((await send(t)).statusCode).toBe(200);
+    const first = (await send(a)).json();
+    expect(await numberOf(first.messageId)).toBe(tenant.number.id);
+
+    const next = await makeNumber(a.ctx, tenant.org.id);
+    await assignNumber(b.ctx.db, tenant.org.id, tenant.agent.id, next.phone);
+    const res = await send(a);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().conversationId).toBe(first.conversationId);
+    expect(await numberOf(res.json().messageId)).toBe(next.id);
+    const stored = await a.ctx.db
+      .selectFrom('messages')
+      .select('id')
+      .where('conversation_id', '=', first.conversationId)
+      .execute();
+    expect(stored).toHaveLength(6);
   });
 
   it('GET /api/messages/:id and /api/conversations/:id read the epoch too: a revocation on one node is refused on the other', async () => {

@@ -125,6 +125,11 @@ export class KeyCache<T> {
     return seen === used;
   }
 
+  /** The epoch the entries now held were read under (undefined before the first). */
+  get current(): number | undefined {
+    return this.epoch >= 0 ? this.epoch : undefined;
+  }
+
   /** The current key epoch, read from the database (undefined: none to trust, as in a transaction). */
   readEpoch(): Promise<number | undefined> {
     return this.sqlite ? Promise.resolve(this.sqlite.current()) : this.pgEpoch();

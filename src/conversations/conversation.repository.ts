@@ -1,6 +1,8 @@
-import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import { type Kysely, PostgresAdapter, type QueryCreator, sql } from 'kysely';
 import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
+import { MESSAGE_COLUMN_TYPES, MESSAGE_COLUMNS } from '../messaging/message.repository.js';
+import type { MessageTable } from '../messaging/messaging.tables.js';
 import type { ConversationTable } from './conversation.tables.js';
 
 /** SQL of conversations and their threads; nothing else. */
@@ -52,7 +54,7 @@ const CONVERSATION_COLUMNS = [
  * The key epoch, the end user with a phone and their open conversation with an agent, in one
  * statement: always one row, the epoch's.
  */
-const recipientQuery = precompiled((db) =>
+const recipientSelect = (db: QueryCreator<DB>) =>
   db
     .selectFrom('key_epoch')
     .leftJoin('end_users as u', (join) => join.on('u.org_id', '=', slot<string>(0)).on('u.phone', '=', slot<string>(2)))
@@ -65,8 +67,9 @@ const recipientQuery = precompiled((db) =>
     )
     .select(['key_epoch.epoch as key_epoch', 'u.id as u_id', 'u.name as u_name', 'u.email as u_email'])
     .select(CONVERSATION_COLUMNS.map((c) => `c.${c}` as const))
-    .where('key_epoch.id', '=', 1),
-);
+    .where('key_epoch.id', '=', 1);
+
+const recipientQuery = precompiled(recipientSelect);
 
 export interface KnownRecipient {
   readonly endUser: { id: string; name: string | null; email: string | null };
@@ -87,6 +90,12 @@ export async function findRecipient(
 ): Promise<{ known: KnownRecipient | undefined; epoch: number }> {
   const row = (await recipientQuery(db, [orgId, agentId, phone])).rows[0];
   if (!row) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
+  return recipientOf(row);
+}
+
+type RecipientRow = Awaited<ReturnType<ReturnType<typeof recipientSelect>['execute']>>[number];
+
+function recipientOf(row: RecipientRow): { known: KnownRecipient | undefined; epoch: number } {
   const { key_epoch, u_id, u_name, u_email, ...conversation } = row;
   const epoch = Number(key_epoch);
   if (u_id === null) return { known: undefined, epoch };
@@ -97,6 +106,65 @@ export async function findRecipient(
     },
     epoch,
   };
+}
+
+/** Columns of a message stored with its recipient read; its conversation is the one the read found. */
+const STORED_COLUMNS = MESSAGE_COLUMNS.filter((c) => c !== 'conversation_id');
+
+/**
+ * PostgreSQL: the recipient read of `findRecipient`, which also stores the message in the same
+ * statement when the recipient has an open conversation with the agent that is still live
+ * (`last_message_at` at or after `liveSince`) and the key epoch is still `epoch`: otherwise it
+ * stores nothing. Placeholders are typed (`::text`, `::bigint`), as a SELECT list does not give
+ * them the columns' types.
+ */
+const recipientStoringMessage = precompiled((db) =>
+  db
+    .with('r', recipientSelect)
+    .with('stored', (w) =>
+      w
+        .insertInto('messages')
+        .columns([...STORED_COLUMNS, 'conversation_id'])
+        .expression((eb) =>
+          eb
+            .selectFrom('r')
+            .select([
+              ...STORED_COLUMNS.map((c, i) => sql`cast(${slot(3 + i)} as ${sql.raw(MESSAGE_COLUMN_TYPES[c])})`.as(c)),
+              'r.id as conversation_id',
+            ])
+            .where('r.key_epoch', '=', slot<number>(3 + STORED_COLUMNS.length))
+            .where('r.id', 'is not', null)
+            .where('r.last_message_at', '>=', slot<number>(4 + STORED_COLUMNS.length)),
+        )
+        .returning('id'),
+    )
+    .selectFrom('r')
+    .selectAll('r')
+    .select((eb) => eb.selectFrom('stored').select(eb.fn.countAll<string>().as('n')).as('stored')),
+);
+
+/**
+ * `findRecipient` on PostgreSQL, storing `message` (its `conversation_id` aside) with the
+ * recipient's live conversation when there is one and the key epoch is still `epoch`; `stored`
+ * says whether it did. If not, the caller stores the message itself, as after `findRecipient`.
+ */
+export async function findRecipientStoringMessage(
+  db: Kysely<DB>,
+  input: {
+    orgId: string;
+    agentId: string;
+    phone: string;
+    epoch: number;
+    liveSince: number;
+    message: MessageTable;
+  },
+): Promise<{ known: KnownRecipient | undefined; epoch: number; stored: boolean }> {
+  const { orgId, agentId, phone, epoch, liveSince, message } = input;
+  const values = [orgId, agentId, phone, ...STORED_COLUMNS.map((c) => message[c]), epoch, liveSince];
+  const row = (await recipientStoringMessage(db, values)).rows[0];
+  if (!row) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
+  const { stored, ...recipient } = row;
+  return { ...recipientOf(recipient), stored: Number(stored) > 0 };
 }
 
 const byId = precompiled((db) =>

@@ -129,12 +129,19 @@ export function settleKeyEpoch(ctx: Pick<AppContext, 'database'>, request: Fasti
   return request.keyCheck ? confirmKeyEpoch(ctx, request, undefined) : undefined;
 }
 
-/** What a route with `epochInQuery` hands its read: the confirmation, if the request's key awaits one. */
+/**
+ * What a route with `epochInQuery` hands its read: the confirmation, if the request's key awaits
+ * one, carrying (`used`) the epoch the key was cached under, which the read must see to confirm it.
+ */
+export type KeyEpochConfirmer = ((epoch: number | undefined) => Promise<void>) & { readonly used: number };
+
 export function keyEpochConfirmer(
   ctx: Pick<AppContext, 'database'>,
   request: FastifyRequest,
-): ((epoch: number | undefined) => Promise<void>) | undefined {
-  return request.keyCheck ? (epoch) => confirmKeyEpoch(ctx, request, epoch) : undefined;
+): KeyEpochConfirmer | undefined {
+  const check = request.keyCheck;
+  if (!check) return undefined;
+  return Object.assign((epoch: number | undefined) => confirmKeyEpoch(ctx, request, epoch), { used: check.epoch });
 }
 
 /** The authenticated principal of a protected route's request. */

@@ -30,7 +30,7 @@ export interface StatusEvent {
   readonly errorMessage: string | null;
 }
 
-const MESSAGE_COLUMNS = [
+export const MESSAGE_COLUMNS = [
   'id',
   'org_id',
   'agent_id',
@@ -50,6 +50,28 @@ const MESSAGE_COLUMNS = [
   'template_language',
   'template_parameters',
 ] as const satisfies readonly (keyof MessageTable)[];
+
+/** Each column's type on PostgreSQL (its migrations), for placeholders that must say it. */
+export const MESSAGE_COLUMN_TYPES: Record<(typeof MESSAGE_COLUMNS)[number], 'text' | 'integer' | 'bigint'> = {
+  id: 'text',
+  org_id: 'text',
+  agent_id: 'text',
+  number_id: 'text',
+  to_phone: 'text',
+  type: 'text',
+  template_name: 'text',
+  provider_message_id: 'text',
+  status: 'text',
+  status_rank: 'integer',
+  error_code: 'integer',
+  error_message: 'text',
+  created_at: 'bigint',
+  updated_at: 'bigint',
+  conversation_id: 'text',
+  text: 'text',
+  template_language: 'text',
+  template_parameters: 'text',
+};
 
 const insertMessageQuery = precompiled((db) =>
   db
