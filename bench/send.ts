@@ -17,12 +17,14 @@
  * the load run (so on servers whose code is compiled, as they are after their first minute).
  */
 import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import {
   type AutocannonOptions,
   type AutocannonResult,
   autocannon,
+  cpuMs,
   entry,
   freePort,
   log,
@@ -79,6 +81,22 @@ async function sequential(url: string, init: { headers: Record<string, string>; 
   return { p50: quantile(times, 0.5), p99: quantile(times, 0.99) };
 }
 
+/** CPU time of every PostgreSQL process on this machine, in ms (0 without any): /proc, Linux. */
+function postgresCpuMs(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      total += cpuMs(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
 interface Row {
   target: string;
   rps: number;
@@ -87,6 +105,9 @@ interface Row {
   non2xx: number;
   seqP50: number;
   seqP99: number;
+  /** CPU µs per request during the load run: the server measured, and PostgreSQL's processes. */
+  cpuUs: number;
+  pgCpuUs: number;
 }
 
 async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
@@ -158,13 +179,20 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
     const sendUrl = `http://127.0.0.1:${parleyPort}/api/channels/send`;
 
     const targets = [
-      { target: 'node:http baseline', url: `${baselineUrl}/`, headers: json, bodies: ['{}'] },
-      { target: 'sandbox, called directly', url: sandboxUrl, headers: wireHeaders, bodies: [wireBody] },
+      { target: 'node:http baseline', url: `${baselineUrl}/`, headers: json, bodies: ['{}'], pid: baseline.child.pid },
+      {
+        target: 'sandbox, called directly',
+        url: sandboxUrl,
+        headers: wireHeaders,
+        bodies: [wireBody],
+        pid: direct.pid,
+      },
       {
         target: `Parley POST /api/channels/send (${dialect})`,
         url: sendUrl,
         headers: sendHeaders,
         bodies: sendBodies,
+        pid: parley.pid,
       },
     ];
     const rows: Row[] = [];
@@ -182,6 +210,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
         }
       }
       let next = 0;
+      const cpu0 = { server: cpuMs(t.pid), pg: postgresCpuMs() };
       const r = await load(t.url, {
         method: 'POST',
         headers: t.headers,
@@ -190,6 +219,8 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
           ? { requests: [{ setupRequest: (req) => ({ ...req, body: t.bodies[next++ % t.bodies.length] }) }] }
           : {}),
       });
+      const perRequest = (ms: number) => (ms * 1000) / Math.max(1, r.requests.total);
+      const cpu = { server: perRequest(cpuMs(t.pid) - cpu0.server), pg: perRequest(postgresCpuMs() - cpu0.pg) };
       // One at a time after the load, on a warm server (its code compiled), as a server runs for days.
       const seq = await sequential(t.url, { headers: t.headers, bodies: t.bodies });
       rows.push({
@@ -200,6 +231,8 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
         non2xx: r.non2xx + r.errors,
         seqP50: seq.p50,
         seqP99: seq.p99,
+        cpuUs: cpu.server,
+        pgCpuUs: cpu.pg,
       });
     }
     return rows;
@@ -223,12 +256,15 @@ const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(2));
 console.log(
   `\n### Channel send: ${DURATION} s per run, ${CONNECTIONS} connections, statuses ${args['no-statuses'] ? 'off' : 'on (3 webhooks per send)'}\n`,
 );
-console.log('| target | req/s | p50 ms | p99 ms | non-2xx | one at a time p50 ms | p99 ms |');
-console.log('| - | -: | -: | -: | -: | -: | -: |');
-for (const rows of all) {
+console.log(
+  '| target | req/s | p50 ms | p99 ms | non-2xx | one at a time p50 ms | p99 ms | CPU µs per request: server / PostgreSQL |',
+);
+console.log('| - | -: | -: | -: | -: | -: | -: | -: |');
+for (const [i, rows] of all.entries()) {
   for (const r of rows) {
+    const pgCpu = dialects[i] === 'postgres' && r.target.startsWith('Parley') ? ` / ${r.pgCpuUs.toFixed(0)}` : '';
     console.log(
-      `| ${r.target} | ${f(r.rps)} | ${f(r.p50)} | ${f(r.p99)} | ${r.non2xx} | ${f(r.seqP50)} | ${f(r.seqP99)} |`,
+      `| ${r.target} | ${f(r.rps)} | ${f(r.p50)} | ${f(r.p99)} | ${r.non2xx} | ${f(r.seqP50)} | ${f(r.seqP99)} | ${r.cpuUs.toFixed(0)}${pgCpu} |`,
     );
   }
 }
