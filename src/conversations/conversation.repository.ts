@@ -115,8 +115,8 @@ const STORED_COLUMNS = MESSAGE_COLUMNS.filter((c) => c !== 'conversation_id');
  * PostgreSQL: the recipient read of `findRecipient`, which also stores the message in the same
  * statement when the recipient has an open conversation with the agent that is still live
  * (`last_message_at` at or after `liveSince`) and the key epoch is still `epoch`: otherwise it
- * stores nothing. Placeholders are typed (`::text`, `::bigint`), as a SELECT list does not give
- * them the columns' types.
+ * stores nothing. The values are cast to their columns' types: in a SELECT list, PostgreSQL would
+ * otherwise take an untyped placeholder for text.
  */
 const recipientStoringMessage = precompiled((db) =>
   db
