@@ -16,6 +16,8 @@ form.inline button { margin: 0; padding: 0.3rem 0.8rem; width: auto; }
 .actions a[role="button"], td a[role="button"] { margin: 0; padding: 0.3rem 0.8rem; white-space: nowrap; }
 /* Half of Pico's side padding: the nine columns of the keys table fit 1,280 pixels. */
 th, td { padding-inline: 0.5rem; }
+/* A time ("2026-11-25 03:39 UTC") may wrap before its hour, never inside its date. */
+td.when { min-width: 11ch; }
 .who { font-size: 0.9rem; }
 nav[aria-label="Breadcrumb"] ul li:not(:last-child)::after { content: " ›"; padding-left: 0.3rem; }
 dialog footer { display: flex; gap: 1rem; justify-content: flex-end; }

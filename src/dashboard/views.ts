@@ -104,8 +104,8 @@ const TEMPLATES: Record<string, string> = {
 <td><%= k.scopeText %></td>
 <td><%= k.agentName %></td>
 <td><%= k.permissionsText %></td>
-<td><%= k.createdText %></td>
-<td><%= k.lastUsedText %></td>
+<td class="when"><%= k.createdText %></td>
+<td class="when"><%= k.lastUsedText %></td>
 <td><%= k.stateText %></td>
 <% if (it.canManage) { %><td><% if (!k.revoked) { %><a href="/dashboard/settings/integrations/api-keys?revoke=<%= k.id %>" hx-get="/dashboard/settings/integrations/api-keys/<%= k.id %>/revoke" hx-target="#dialog-slot" role="button" class="secondary" aria-label="Revoke <%= k.label %>">Revoke</a><% } %></td><% } %>
 </tr>
@@ -341,7 +341,7 @@ const TEMPLATES: Record<string, string> = {
 <thead><tr><th scope="col">To</th><th scope="col">Status</th><th scope="col">Error</th><th scope="col">Accepted</th><th scope="col">Sent</th><th scope="col">Updated</th></tr></thead>
 <tbody>
 <% it.deliveries.forEach(function (d) { %>
-<tr><td><%= d.to %></td><td><%= d.status %></td><td><%= d.error %></td><td><%= d.created %></td><td><%= d.sent %></td><td><%= d.updated %></td></tr>
+<tr><td><%= d.to %></td><td><%= d.status %></td><td><%= d.error %></td><td class="when"><%= d.created %></td><td class="when"><%= d.sent %></td><td class="when"><%= d.updated %></td></tr>
 <% }) %>
 </tbody>
 </table>
@@ -365,7 +365,7 @@ const TEMPLATES: Record<string, string> = {
 <tbody>
 <% it.keys.forEach(function (k) { %>
 <tr data-key-id="<%= k.id %>">
-<td><%= k.label %></td><td><code><%= k.prefix %></code></td><td><%= k.permissionsText %></td><td><%= k.createdText %></td><td><%= k.lastUsedText %></td><td><%= k.stateText %></td>
+<td><%= k.label %></td><td><code><%= k.prefix %></code></td><td><%= k.permissionsText %></td><td class="when"><%= k.createdText %></td><td class="when"><%= k.lastUsedText %></td><td><%= k.stateText %></td>
 <% if (it.canManage) { %><td><% if (!k.revoked) { %><a href="/dashboard/campaigns/<%= it.campaign.id %>?revoke=<%= k.id %>" hx-get="/dashboard/campaigns/<%= it.campaign.id %>/keys/<%= k.id %>/revoke" hx-target="#dialog-slot" role="button" class="secondary" aria-label="Revoke <%= k.label %>">Revoke</a><% } %></td><% } %>
 </tr>
 <% }) %>
@@ -405,7 +405,7 @@ const TEMPLATES: Record<string, string> = {
 <thead><tr><th scope="col">Name</th><th scope="col">Email</th><th scope="col">Phone</th><th scope="col">Tags</th><th scope="col">Origin</th><th scope="col">Created</th><th scope="col">Last seen</th></tr></thead>
 <tbody>
 <% it.rows.forEach(function (u) { %>
-<tr data-end-user-id="<%= u.id %>"><td><%= u.name %></td><td><%= u.email %></td><td><%= u.phone %></td><td><%= u.tags %></td><td><%= u.origin %></td><td><%= u.created %></td><td><%= u.lastSeen %></td></tr>
+<tr data-end-user-id="<%= u.id %>"><td><%= u.name %></td><td><%= u.email %></td><td><%= u.phone %></td><td><%= u.tags %></td><td><%= u.origin %></td><td class="when"><%= u.created %></td><td class="when"><%= u.lastSeen %></td></tr>
 <% }) %>
 </tbody>
 </table>
