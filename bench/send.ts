@@ -17,7 +17,6 @@
  * the load run (so on servers whose code is compiled, as they are after their first minute).
  */
 import type { ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import {
@@ -29,6 +28,7 @@ import {
   freePort,
   log,
   messagingBenchEnv,
+  postgresCpuMs,
   quantile,
   seedSendingTenant,
   spawnNode,
@@ -79,22 +79,6 @@ async function sequential(url: string, init: { headers: Record<string, string>; 
   }
   times.sort((a, b) => a - b);
   return { p50: quantile(times, 0.5), p99: quantile(times, 0.99) };
-}
-
-/** CPU time of every PostgreSQL process on this machine, in ms (0 without any): /proc, Linux. */
-function postgresCpuMs(): number {
-  let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (!stat.includes('(postgres)')) continue;
-      total += cpuMs(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return total;
 }
 
 interface Row {
