@@ -1,4 +1,5 @@
 import { type Kysely, PostgresAdapter, type QueryCreator, sql } from 'kysely';
+import { byIdWithKeyEpoch } from '../db/by-id-with-key-epoch.js';
 import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import { MESSAGE_COLUMN_TYPES, MESSAGE_COLUMNS } from '../messaging/message.repository.js';
@@ -180,7 +181,7 @@ export async function findConversation(
 }
 
 /** The key epoch and the conversation (if any) in one statement: always one row, the epoch's. */
-const byIdWithKeyEpoch = precompiled((db) =>
+const byIdWithKeyEpochQuery = precompiled((db) =>
   db
     .selectFrom('key_epoch')
     .leftJoin('conversations', (join) =>
@@ -191,17 +192,14 @@ const byIdWithKeyEpoch = precompiled((db) =>
     .where('key_epoch.id', '=', 1),
 );
 
-/** For a GET whose cached key awaits it (see confirmKeyEpoch): the conversation and the key epoch. */
-export async function findConversationWithKeyEpoch(
-  db: Kysely<DB>,
-  orgId: string,
-  id: string,
-): Promise<{ row: ConversationTable | undefined; epoch: number }> {
-  const found = (await byIdWithKeyEpoch(db, [orgId, id])).rows[0];
-  if (!found) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
-  const { key_epoch, ...row } = found;
-  return { row: row.id === null ? undefined : (row as ConversationTable), epoch: Number(key_epoch) };
-}
+/**
+ * For a GET whose cached key awaits it (see confirmKeyEpoch): the conversation and the key epoch
+ * (`byIdWithKeyEpoch`: on PostgreSQL the reads of one turn of the event loop share a statement).
+ */
+export const findConversationWithKeyEpoch = byIdWithKeyEpoch<ConversationTable>(
+  'conversations',
+  async (db, { orgId, id }) => (await byIdWithKeyEpochQuery(db, [orgId, id])).rows[0],
+);
 
 export async function insertConversation(db: Kysely<DB>, row: ConversationTable): Promise<void> {
   await db.insertInto('conversations').values(row).execute();

@@ -184,7 +184,7 @@ export async function getConversation(
   confirmKeyEpoch?: (epoch: number) => Promise<void>,
 ): Promise<Conversation> {
   if (!confirmKeyEpoch) return toConversation(await getConversationRow(db, reader(), id));
-  const { row, epoch } = await findConversationWithKeyEpoch(db, reader().orgId, id);
+  const { row, epoch } = await findConversationWithKeyEpoch(db, { orgId: reader().orgId, id });
   // The key is confirmed before anything is answered, a 404 included (the reader may change with it).
   await confirmKeyEpoch(epoch);
   const { agentId } = reader();

@@ -1,6 +1,7 @@
 import type SQLite from 'better-sqlite3';
 import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { PerTurn } from './per-turn.js';
 
 const MARK = '\u0000slot:';
 
@@ -183,6 +184,33 @@ export function precompiled<R>(build: (db: Kysely<DB>) => Compilable<R>) {
         );
     }
     return db.executeQuery<R>({ ...compiled, parameters });
+  };
+}
+
+/** Whether precompiled queries on this database go to a PostgreSQL pool (not a transaction, not SQLite). */
+export const onPostgresPool = (db: Kysely<DB>): boolean => pgPools.has(db);
+
+/**
+ * A call that runs alone (`one`), except on PostgreSQL outside a transaction: there the calls made
+ * in one turn of the event loop run as one statement (`many`, see `PerTurn`), which under load
+ * saves a round trip, a statement's work in PostgreSQL and, for a write, a commit per call.
+ */
+export function batchedOnPostgres<I, O>(
+  one: (db: Kysely<DB>, item: I) => Promise<O>,
+  many: (db: Kysely<DB>, items: readonly I[]) => Promise<readonly O[]>,
+): (db: Kysely<DB>, item: I) => Promise<O> {
+  const batches = new WeakMap<Kysely<DB>, PerTurn<I, O>>();
+  return (db, item) => {
+    if (!onPostgresPool(db)) return one(db, item);
+    let batch = batches.get(db);
+    if (!batch) {
+      batch = new PerTurn<I, O>(
+        (i) => one(db, i),
+        (items) => many(db, items),
+      );
+      batches.set(db, batch);
+    }
+    return batch.add(item);
   };
 }
 

@@ -1,4 +1,5 @@
 import { type ExpressionBuilder, type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
+import { byIdWithKeyEpoch } from '../db/by-id-with-key-epoch.js';
 import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { EndUser } from './end-user.model.js';
@@ -118,19 +119,11 @@ const endUserByIdWithKeyEpoch = precompiled((db) =>
     .where('key_epoch.id', '=', 1),
 );
 
-/**
- * For a GET by ID whose key the cache admitted: the record and the key epoch read in
- * the same snapshot, so the key is confirmed without a round trip of its own.
- */
-export async function findEndUserByIdWithKeyEpoch(
-  db: Db,
-  orgId: string,
-  id: string,
-): Promise<{ row: EndUserTable | undefined; epoch: number }> {
-  const found = (await endUserByIdWithKeyEpoch(db, [id, orgId])).rows[0];
-  if (!found) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
-  return { row: found.id === null ? undefined : (found as EndUserTable), epoch: Number(found.key_epoch) };
-}
+/** See `byIdWithKeyEpoch`: on PostgreSQL the reads of one turn of the event loop share a statement. */
+export const findEndUserByIdWithKeyEpoch = byIdWithKeyEpoch<EndUserTable>(
+  'end_users',
+  async (db, { orgId, id }) => (await endUserByIdWithKeyEpoch(db, [id, orgId])).rows[0],
+);
 
 export async function findByPhone(db: Db, orgId: string, phone: string): Promise<EndUserTable | undefined> {
   return db

@@ -455,7 +455,7 @@ export async function getEndUser(
 ): Promise<EndUser> {
   if (confirmKeyEpoch) {
     // The key is confirmed before anything is answered, a 404 included.
-    const { row, epoch } = await findEndUserByIdWithKeyEpoch(db, orgId, ID_SHAPE.test(id) ? id : '');
+    const { row, epoch } = await findEndUserByIdWithKeyEpoch(db, { orgId, id: ID_SHAPE.test(id) ? id : '' });
     await confirmKeyEpoch(epoch);
     if (!row) throw notFound(id);
     return toEndUser(row);

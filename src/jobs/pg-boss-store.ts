@@ -3,6 +3,7 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import type PgBoss from 'pg-boss';
 import type { Logger } from 'pino';
 import { withStartupLock } from '../db/database.js';
+import { PerTurn } from '../db/per-turn.js';
 import type { DB } from '../db/schema.js';
 import type { ClaimedJob, JobStore } from './job-runner.js';
 
@@ -36,50 +37,6 @@ function executorOf(db: Kysely<DB>): PgBoss.Db {
       });
     },
   };
-}
-
-interface QueuedInsert {
-  readonly job: PgBoss.JobInsert & { id: string; name: string };
-  readonly resolve: (id: string) => void;
-  readonly reject: (err: unknown) => void;
-}
-
-/**
- * Jobs stored outside a transaction in the same turn of the event loop (the provider webhooks of
- * many requests under load, say) go to PostgreSQL as one INSERT of all of them, just after that
- * turn; each caller's promise settles once that statement has committed, so a caller still
- * acknowledges only what is durable. If the statement fails, every job of it fails (and each caller
- * answers as it would have for its own).
- */
-class GroupInsert {
-  private queue: QueuedInsert[] = [];
-  private scheduled = false;
-
-  constructor(private readonly boss: PgBoss) {}
-
-  add(job: QueuedInsert['job']): Promise<string> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ job, resolve, reject });
-      if (!this.scheduled) {
-        this.scheduled = true;
-        setImmediate(() => this.flush());
-      }
-    });
-  }
-
-  private flush(): void {
-    const batch = this.queue;
-    this.queue = [];
-    this.scheduled = false;
-    this.boss.insert(batch.map((b) => b.job)).then(
-      () => {
-        for (const b of batch) b.resolve(b.job.id);
-      },
-      (err: unknown) => {
-        for (const b of batch) b.reject(err);
-      },
-    );
-  }
 }
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
@@ -121,7 +78,20 @@ export async function createPgBossStore(options: PgBossStoreOptions): Promise<Jo
   const table = `${quote(schema)}.job`;
   let expiry: NodeJS.Timeout | undefined;
   let started = false;
-  const inserts = new GroupInsert(boss);
+  // Jobs stored outside a transaction in one turn of the event loop (the provider webhooks of many
+  // requests under load, say) go to PostgreSQL as one INSERT; each caller's promise settles once
+  // the job is committed, so a caller still acknowledges only what is durable.
+  type Insert = PgBoss.JobInsert & { id: string; name: string };
+  const inserts = new PerTurn<Insert, string>(
+    async (job) => {
+      await boss.insert([job]);
+      return job.id;
+    },
+    async (jobs) => {
+      await boss.insert([...jobs]);
+      return jobs.map((j) => j.id);
+    },
+  );
 
   return {
     kind: 'pg-boss',

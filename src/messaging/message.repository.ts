@@ -1,7 +1,7 @@
-import { type Kysely, PostgresAdapter, sql } from 'kysely';
+import { type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely';
 import { jsonArrayFrom as pgJsonArrayFrom } from 'kysely/helpers/postgres';
 import { jsonArrayFrom as sqliteJsonArrayFrom } from 'kysely/helpers/sqlite';
-import { precompiled, slot } from '../db/precompiled.js';
+import { batchedOnPostgres, precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { MessageStatusTable, MessageTable } from './messaging.tables.js';
 
@@ -303,6 +303,24 @@ const pendingQuery = precompiled((db) =>
   db.selectFrom('pending_statuses').selectAll().where('provider_message_id', '=', slot<string>(0)),
 );
 
+const pendingOfManyQuery = precompiled((db) =>
+  db
+    .selectFrom('pending_statuses')
+    .selectAll()
+    .where('provider_message_id', '=', sql<string>`any(${slot<string[]>(0)}::text[])`),
+);
+
+type PendingRow = Selectable<DB['pending_statuses']>;
+
+/** The pending statuses of a provider message ID (on PostgreSQL, one read for those of one turn of the event loop). */
+const pendingOf = batchedOnPostgres<string, PendingRow[]>(
+  async (db, providerMessageId) => (await pendingQuery(db, [providerMessageId])).rows,
+  async (db, ids) => {
+    const rows = (await pendingOfManyQuery(db, [ids])).rows;
+    return ids.map((id) => rows.filter((r) => r.provider_message_id === id));
+  },
+);
+
 /**
  * Applies statuses that arrived before the message was stored (those reported for the message's
  * own number, or for no number in particular); returns them, in the order applied.
@@ -313,7 +331,7 @@ export async function applyPendingStatuses(
   providerMessageId: string,
   phoneNumberId: string | undefined,
 ): Promise<StatusEvent[]> {
-  const pending = (await pendingQuery(db, [providerMessageId])).rows.filter(
+  const pending = (await pendingOf(db, providerMessageId)).filter(
     (p) => p.phone_number_id === null || phoneNumberId === undefined || p.phone_number_id === phoneNumberId,
   );
   if (pending.length === 0) return [];
@@ -444,21 +462,57 @@ export async function findMessage(
   return { message, statuses: (await statusesOf(db, [message.id])).rows };
 }
 
+type MessageWithKeyEpoch = { found: FoundMessage | undefined; epoch: number };
+
+function splitMessageRow(row: Record<string, unknown> | undefined): MessageWithKeyEpoch {
+  if (!row) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
+  const { key_epoch, statuses, i: _order, ...message } = row;
+  const epoch = Number(key_epoch);
+  if (message.id === null || message.id === undefined) return { found: undefined, epoch };
+  const list = (typeof statuses === 'string' ? JSON.parse(statuses) : statuses) as StatusRow[];
+  return { found: { message: message as unknown as MessageTable, statuses: list }, epoch };
+}
+
+/**
+ * PostgreSQL: several reads of `findMessageWithKeyEpoch` (one turn of the event loop's) in one
+ * statement, a row per read in their order; each read names our ID or the provider's (the other
+ * is null). The arrays are read through sub-selects so that the statement keeps one generic plan.
+ */
+const messagesWithKeyEpoch = precompiled<Record<string, unknown>>((db) => ({
+  compile: () =>
+    sql`select m.*, k.epoch as key_epoch, v.i,
+        (select coalesce(json_agg(s order by s.occurred_at, s.received_at), '[]')
+          from (select status, occurred_at, received_at, error_code, error_message
+            from message_statuses where message_id = m.id) s) as statuses
+      from key_epoch k
+      cross join unnest((select ${slot<string[]>(0)}::text[]), (select ${slot<(string | null)[]>(1)}::text[]),
+        (select ${slot<(string | null)[]>(2)}::text[])) with ordinality as v(org_id, id, provider_message_id, i)
+      left join lateral (
+        select * from messages where v.id is not null and id = v.id and org_id = v.org_id
+        union all
+        select * from messages
+        where v.provider_message_id is not null and provider_message_id = v.provider_message_id and org_id = v.org_id
+      ) m on true
+      where k.id = 1
+      order by v.i`.compile(db),
+}));
+
 /**
  * The same, and the key epoch, in one statement (a GET whose cached key awaits the epoch; see
- * confirmKeyEpoch): on PostgreSQL one round trip instead of three, on SQLite one read transaction.
+ * confirmKeyEpoch): on PostgreSQL one round trip instead of three, shared by the reads of one turn
+ * of the event loop; on SQLite one read transaction.
  */
-export async function findMessageWithKeyEpoch(
-  db: Kysely<DB>,
-  orgId: string,
-  idOrProviderId: string,
-): Promise<{ found: FoundMessage | undefined; epoch: number }> {
-  const query = idOrProviderId.startsWith('msg_') ? messageById : messageByProviderMessageId;
-  const row = (await query(db, [idOrProviderId, orgId])).rows[0];
-  if (!row) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
-  const { key_epoch, statuses, ...message } = row;
-  const epoch = Number(key_epoch);
-  if (message.id === null) return { found: undefined, epoch };
-  const list = (typeof statuses === 'string' ? JSON.parse(statuses) : statuses) as StatusRow[];
-  return { found: { message: message as MessageTable, statuses: list }, epoch };
-}
+export const findMessageWithKeyEpoch = batchedOnPostgres<{ orgId: string; id: string }, MessageWithKeyEpoch>(
+  async (db, { orgId, id }) => {
+    const query = id.startsWith('msg_') ? messageById : messageByProviderMessageId;
+    return splitMessageRow((await query(db, [id, orgId])).rows[0]);
+  },
+  async (db, reads) => {
+    const { rows } = await messagesWithKeyEpoch(db, [
+      reads.map((r) => r.orgId),
+      reads.map((r) => (r.id.startsWith('msg_') ? r.id : null)),
+      reads.map((r) => (r.id.startsWith('msg_') ? null : r.id)),
+    ]);
+    return reads.map((_, i) => splitMessageRow(rows[i]));
+  },
+);

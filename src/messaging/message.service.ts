@@ -91,7 +91,7 @@ export async function getMessage(
 ): Promise<MessageResponse> {
   let found: Awaited<ReturnType<typeof findMessage>>;
   if (confirmKeyEpoch) {
-    const read = await findMessageWithKeyEpoch(ctx.db, principal().orgId, messageId);
+    const read = await findMessageWithKeyEpoch(ctx.db, { orgId: principal().orgId, id: messageId });
     // The key is confirmed before anything is answered, a 404 included.
     await confirmKeyEpoch(read.epoch);
     found = read.found;
