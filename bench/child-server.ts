@@ -116,7 +116,12 @@ export interface AutocannonOptions {
   method?: string;
   headers?: Record<string, string>;
   body?: string;
-  requests?: { setupRequest?: (req: AutocannonRequest) => AutocannonRequest }[];
+  /**
+   * Requests taken in turn by each connection. Give fixed ones (`path`, `headers`...) where they can
+   * be listed: autocannon builds those once, while a `setupRequest` is built again for every request,
+   * in the load generator's own process, which shares this machine's two cores with the server.
+   */
+  requests?: (AutocannonRequest & { setupRequest?: (req: AutocannonRequest) => AutocannonRequest })[];
 }
 export interface AutocannonResult {
   requests: { average: number; total: number };
@@ -184,14 +189,19 @@ export async function waitUp(url: string, child: ChildProcess, ms = 30_000): Pro
 }
 
 /** The bare node:http baseline as a child process, on a port of its choosing. */
-export async function startBaseline(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawnNode(['--import', 'tsx', 'bench/baseline-server.ts', '0'], {});
+export function startBaseline(): Promise<{ child: ChildProcess; url: string }> {
+  return startListening(['--import', 'tsx', 'bench/baseline-server.ts', '0'], 'baseline');
+}
+
+/** A child that prints `listening <port>` once ready (the bare server, the reference servers). */
+export async function startListening(argv: string[], name: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawnNode(argv, {});
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout?.on('data', (d: Buffer) => {
       const m = /listening (\d+)/.exec(d.toString());
       if (m) resolve(Number(m[1]));
     });
-    child.once('exit', (code) => reject(new Error(`baseline exited with ${code}`)));
+    child.once('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
   });
   return { child, url: `http://127.0.0.1:${port}` };
 }

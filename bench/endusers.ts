@@ -1,6 +1,8 @@
 /**
  * End-user benchmarks, side by side with a bare node:http server answering a fixed JSON, in one run:
- *   - authenticated GET /api/endusers/<id> at 50 connections;
+ *   - authenticated GET /api/endusers/<id> at 50 connections, IDs in turn from a list of 1,000;
+ *     with --ceiling, on SQLite, also a reference server doing only that read's own work without a
+ *     framework (bench/ceiling-server.ts), under the same load;
  *   - list page 1 against list page ~5,000 (cursors walked first);
  *   - POST /api/endusers/batch of 1,000 new records, several runs: median and p95;
  *   - the server's RSS under load (peak, sampled from /proc).
@@ -15,7 +17,10 @@
  * the deep page (3; the median p99 run of each is reported), --dist (serve from dist/, else src/ via tsx),
  * --cli another compiled dist/cli/main.js to serve (a build of an earlier commit, to compare),
  * --get-rounds alternating runs of the bare server and GET by id (1; the median of each reported),
- * --only-get (skip the list and batch runs), --log-level of the server (warn).
+ * --only-get (skip the list and batch runs), --log-level of the server (warn), --ceiling (SQLite: the
+ * reference server too, in the same alternating rounds), --requests how GET by id's requests are made:
+ * `rotate` (each built anew with the next ID as it is sent; the bare server gets a fixed `GET /`) or
+ * `list` (the 1,000 requests built once, and the same list sent to the bare server too).
  * Prints a Markdown table on stdout; progress on stderr.
  */
 import type { ChildProcess } from 'node:child_process';
@@ -40,6 +45,7 @@ import {
   quantile,
   spawnNode,
   startBaseline,
+  startListening,
   stopChild,
   waitUp,
 } from './child-server.js';
@@ -58,6 +64,8 @@ const { values: args } = parseArgs({
     'get-rounds': { type: 'string', default: '1' },
     'only-get': { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'warn' },
+    ceiling: { type: 'boolean', default: false },
+    requests: { type: 'string', default: 'rotate' },
   },
 });
 const N = Number(args.n);
@@ -68,6 +76,8 @@ const PAGE_SIZE = 50;
 const LIST_ROUNDS = Math.max(1, Number(args['list-rounds']));
 const GET_ROUNDS = Math.max(1, Number(args['get-rounds']));
 const ONLY_GET = args['only-get'];
+if (args.requests !== 'rotate' && args.requests !== 'list') throw new Error('--requests takes rotate or list');
+const LISTED = args.requests === 'list';
 
 /** The run whose p99 is the median of the runs. */
 function medianRun(runs: AutocannonResult[]): AutocannonResult {
@@ -121,6 +131,8 @@ interface Figures {
   /** Median CPU µs per request: the bare server, GET by id. */
   baselineCpuUs: number;
   getCpuUs: number;
+  /** --ceiling on SQLite: the reference server's median run and CPU µs per request. */
+  ceiling?: AutocannonResult & { cpuUs: number };
   page1: AutocannonResult;
   pageN: AutocannonResult;
   walkMs: number;
@@ -170,28 +182,50 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       if (!cursor) throw new Error(`ran out of pages at page ${page}`);
     }
     const walkMs = Date.now() - walkStart;
+    // `rotate`: each request made again with the next ID (in the load generator's process, on the
+    // same two cores), the bare server answering a fixed `GET /`. `list`: every request built once
+    // and the same list sent to each server, the bare one included, so that the generator does the
+    // same work for each.
     let next = 0;
-    const rotate = (prefix: string) => [
-      { setupRequest: (req: AutocannonRequest) => ({ ...req, path: `${prefix}${ids[next++ % ids.length]}` }) },
-    ];
+    const byId = LISTED
+      ? { headers, requests: ids.map((id) => ({ path: `/api/endusers/${id}` })) }
+      : {
+          headers,
+          requests: [
+            {
+              setupRequest: (req: AutocannonRequest) => ({ ...req, path: `/api/endusers/${ids[next++ % ids.length]}` }),
+            },
+          ],
+        };
+    const ceiling =
+      args.ceiling && dialect === 'sqlite'
+        ? await startListening(
+            [...NODE_FLAGS, '--import', 'tsx', 'bench/ceiling-server.ts', join(dataDir, 'parley-us.db')],
+            'ceiling server',
+          )
+        : undefined;
+    if (ceiling) children.push(ceiling.child);
 
     // The bare server and GET by id alternate, GET_ROUNDS times each; the median rate of each stands.
     const baselines: (AutocannonResult & { cpuUs: number })[] = [];
     const gets: (AutocannonResult & { cpuUs: number })[] = [];
+    const ceilings: (AutocannonResult & { cpuUs: number })[] = [];
     const measured = await peakRss(parley.child.pid, async () => {
       for (let round = 1; round <= GET_ROUNDS; round++) {
         log(`${dialect}: baseline (round ${round})`);
-        baselines.push(await loadWithCpu(baseline.child.pid, () => load(`${baseline.url}/`)));
+        baselines.push(await loadWithCpu(baseline.child.pid, () => load(`${baseline.url}/`, LISTED ? byId : {})));
+        if (ceiling) {
+          log(`${dialect}: reference server (round ${round})`);
+          ceilings.push(await loadWithCpu(ceiling.child.pid, () => load(`${ceiling.url}/`, byId)));
+        }
         log(`${dialect}: GET /api/endusers/<id> (round ${round})`);
-        gets.push(
-          await loadWithCpu(parley.child.pid, () =>
-            load(`${parley.base}/api/endusers/x`, { headers, requests: rotate('/api/endusers/') }),
-          ),
-        );
-        const [b, g] = [baselines.at(-1), gets.at(-1)];
+        gets.push(await loadWithCpu(parley.child.pid, () => load(`${parley.base}/`, byId)));
+        const [b, c, g] = [baselines.at(-1), ceilings.at(-1), gets.at(-1)];
+        const figures = (r: (AutocannonResult & { cpuUs: number }) | undefined) =>
+          `${Math.round(r?.requests.average ?? 0)} req/s (${Math.round(r?.cpuUs ?? 0)} µs CPU each)`;
         log(
-          `${dialect}:   bare ${Math.round(b?.requests.average ?? 0)} req/s (${Math.round(b?.cpuUs ?? 0)} µs CPU each), ` +
-            `GET by id ${Math.round(g?.requests.average ?? 0)} req/s (${Math.round(g?.cpuUs ?? 0)} µs CPU each), p99 ${g?.latency.p99} ms`,
+          `${dialect}:   bare ${figures(b)}, ${c ? `reference ${figures(c)}, ` : ''}` +
+            `GET by id ${figures(g)}, p99 ${g?.latency.p99} ms`,
         );
       }
       const getById = medianRate(gets);
@@ -236,6 +270,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       baseline: baselineResult,
       baselineCpuUs: median(baselines.map((r) => r.cpuUs)),
       getCpuUs: median(gets.map((r) => r.cpuUs)),
+      ...(ceilings.length ? { ceiling: { ...medianRate(ceilings), cpuUs: median(ceilings.map((r) => r.cpuUs)) } } : {}),
       ...measured.result,
       walkMs,
       batchMedian: quantile(times, 0.5),
@@ -265,6 +300,19 @@ const rows: [string, (f: Figures) => string][] = [
   ['GET by id: p50 / p99 ms', (f) => `${f.getById.latency.p50} / ${f.getById.latency.p99}`],
   ['GET by id: server CPU µs per request (bare / Parley)', (f) => `${f0(f.baselineCpuUs)} / ${f0(f.getCpuUs)}`],
   ['GET by id: CPU share (bare µs / Parley µs)', (f) => `${f0((100 * f.baselineCpuUs) / f.getCpuUs)}%`],
+  ['reference server: req/s', (f) => (f.ceiling ? f0(f.ceiling.requests.average) : '-')],
+  [
+    'reference server: share of bare req/s',
+    (f) => (f.ceiling ? `${f0((100 * f.ceiling.requests.average) / f.baseline.requests.average)}%` : '-'),
+  ],
+  [
+    'reference server: p50 / p99 ms, CPU µs per request',
+    (f) => (f.ceiling ? `${f.ceiling.latency.p50} / ${f.ceiling.latency.p99}, ${f0(f.ceiling.cpuUs)}` : '-'),
+  ],
+  [
+    'GET by id: share of the reference req/s',
+    (f) => (f.ceiling ? `${f0((100 * f.getById.requests.average) / f.ceiling.requests.average)}%` : '-'),
+  ],
   ['list page 1: req/s', (f) => f0(f.page1.requests.average)],
   ['list page 1: p50 / p99 ms', (f) => `${f.page1.latency.p50} / ${f.page1.latency.p99}`],
   [`list page ${f0(TARGET_PAGE)}: req/s`, (f) => f0(f.pageN.requests.average)],
@@ -282,10 +330,11 @@ const rows: [string, (f: Figures) => string][] = [
   ],
 ];
 // With --only-get, the list and batch rows measured nothing.
-const shown = ONLY_GET ? rows.filter(([label]) => /^(seed|bare|GET|server peak)/.test(label)) : rows;
+const listed = args.ceiling ? rows : rows.filter(([label]) => !/reference/.test(label));
+const shown = ONLY_GET ? listed.filter(([label]) => /^(seed|bare|GET|reference|server peak)/.test(label)) : listed;
 const header = ['metric', ...dialects.map((d) => (d === 'sqlite' ? 'SQLite' : 'PostgreSQL'))];
 const lines = [
-  `End users: ${f0(N)} seeded, ${CONNECTIONS} connections, ${DURATION} s a run, server from ${args.cli ?? (args.dist ? 'dist/' : 'src/ (tsx)')}, LOG_LEVEL=${args['log-level']}, median of ${GET_ROUNDS} alternating rounds`,
+  `End users: ${f0(N)} seeded, ${CONNECTIONS} connections, ${DURATION} s a run, server from ${args.cli ?? (args.dist ? 'dist/' : 'src/ (tsx)')}, requests ${args.requests}, LOG_LEVEL=${args['log-level']}, median of ${GET_ROUNDS} alternating rounds`,
   '',
   `| ${header.join(' | ')} |`,
   `| ${header.map(() => '-').join(' | ')} |`,
