@@ -5,6 +5,12 @@
  *
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/pg-transport.ts
  *
+ * Then, one statement at a time on one connection (`--sequential` of each, after a warm-up), the
+ * latency of a prepared one-row select and of a one-row insert whose commit flushes the WAL
+ * (`synchronous_commit` as the server has it): the floor under what a send one at a time adds,
+ * which makes such round trips one after the other. The insert goes to a table of its own,
+ * dropped at the end.
+ *
  * The socket URL is DATABASE_URL with its host replaced by `--socket-dir` (the same user, port and
  * database). What it measures is the driver and the kernel's transport, not Parley.
  */
@@ -18,6 +24,7 @@ const { values: args } = parseArgs({
     duration: { type: 'string', default: '4' },
     concurrency: { type: 'string', default: '50' },
     pool: { type: 'string', default: '10' },
+    sequential: { type: 'string', default: '2000' },
   },
 });
 const tcpUrl = process.env.DATABASE_URL;
@@ -62,3 +69,48 @@ console.log(
 );
 console.log('| round | transport | statements/s | client CPU µs per statement |\n| -: | - | -: | -: |');
 for (const row of rows) console.log(row);
+
+/** p50 and p99 (µs) of `n` statements one at a time on one connection, after n/10 unmeasured. */
+async function oneAtATime(url: string, n: number): Promise<{ select: number[]; insert: number[] }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const table = `bench_pg_transport_${process.pid}`;
+  await client.query(`create table if not exists ${table} (id bigint primary key, at timestamptz not null)`);
+  const times = { select: [] as number[], insert: [] as number[] };
+  try {
+    for (const [kind, text] of [
+      ['select', 'select $1::bigint + 1 as x'],
+      ['insert', `insert into ${table} (id, at) values ($1, now())`],
+    ] as const) {
+      const warmup = Math.ceil(n / 10);
+      for (let i = 0; i < warmup + n; i++) {
+        const t0 = performance.now();
+        await client.query({ name: `bench_${kind}`, text, values: [kind === 'insert' ? Date.now() * 1000 + i : i] });
+        if (i >= warmup) times[kind].push((performance.now() - t0) * 1000);
+      }
+    }
+  } finally {
+    await client.query(`drop table if exists ${table}`);
+    await client.end();
+  }
+  return times;
+}
+
+const pct = (xs: number[], q: number) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0);
+};
+const seqRows: string[] = [];
+for (const [transport, url] of [
+  ['TCP (127.0.0.1)', tcpUrl],
+  ['Unix socket', socketUrl],
+] as const) {
+  const t = await oneAtATime(url, Number(args.sequential));
+  seqRows.push(
+    `| ${transport} | ${pct(t.select, 0.5)} / ${pct(t.select, 0.99)} | ${pct(t.insert, 0.5)} / ${pct(t.insert, 0.99)} |`,
+  );
+  process.stderr.write(`[bench] one at a time, ${transport}: select p50 ${pct(t.select, 0.5)} µs\n`);
+}
+console.log(`\n### node-postgres, one statement at a time on one connection (${args.sequential} of each)\n`);
+console.log('| transport | select p50 / p99 µs | insert and commit p50 / p99 µs |\n| - | -: | -: |');
+for (const row of seqRows) console.log(row);
