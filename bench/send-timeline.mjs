@@ -1,0 +1,107 @@
+/**
+ * Where a send's time goes inside Parley, one request at a time: loaded into the benchmark's
+ * children with NODE_OPTIONS, it acts only in `parley serve` on PostgreSQL, where it notes, for
+ * each `POST /api/channels/send`, when each statement left for PostgreSQL and when its answer came
+ * back (node-postgres's `Client#query`), counted from the moment the request reached the server,
+ * and when the answer was finished. At exit it writes the medians of the last 1,000 sends as a
+ * Markdown table to SEND_TIMELINE_OUT. The gaps between statements are Parley's own work and the
+ * provider call (the sandbox).
+ *
+ *   SEND_TIMELINE_OUT=/tmp/timeline.md NODE_OPTIONS="--import ./bench/send-timeline.mjs" \
+ *     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test \
+ *     node --import tsx bench/send.ts --dist --no-statuses --dialects postgres --duration 2 --sequential 1000
+ *
+ * A diagnostic, not a product path: it wraps a driver method, so it is never loaded by Parley itself.
+ */
+import { writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { createRequire } from 'node:module';
+
+const out = process.env.SEND_TIMELINE_OUT;
+if (out && process.argv.includes('serve') && process.env.DATABASE_URL) {
+  const pg = createRequire(new URL('../package.json', import.meta.url))('pg');
+  /** The send in progress (one at a time), and the finished ones. */
+  let current;
+  const done = [];
+
+  const query = pg.Client.prototype.query;
+  pg.Client.prototype.query = function (config, values, callback) {
+    const send = current;
+    const sent = performance.now();
+    const text = typeof config === 'string' ? config : (config?.text ?? config?.name ?? '?');
+    const name = text.replace(/\s+/g, ' ').trim().slice(0, 60);
+    const note = () => send?.statements.push({ name, sent, answered: performance.now() });
+    // node-postgres calls back when given a callback (pg.Pool does), and returns a promise otherwise.
+    if (typeof values === 'function' || typeof callback === 'function') {
+      const wrap =
+        (fn) =>
+        (...args) => {
+          note();
+          return fn(...args);
+        };
+      return typeof values === 'function'
+        ? query.call(this, config, wrap(values))
+        : query.call(this, config, values, wrap(callback));
+    }
+    const result = query.call(this, config, values, callback);
+    result?.then?.(note, note);
+    return result;
+  };
+
+  const emit = http.Server.prototype.emit;
+  http.Server.prototype.emit = function (event, ...args) {
+    const [request, response] = args;
+    if (event === 'request' && request.method === 'POST' && request.url === '/api/channels/send') {
+      const send = { start: performance.now(), statements: [] };
+      current = send;
+      response.on('finish', () => {
+        send.end = performance.now();
+        done.push(send);
+        if (done.length > 1000) done.shift();
+      });
+    }
+    return emit.call(this, event, ...args);
+  };
+
+  process.on('exit', () => {
+    const median = (xs) => {
+      const s = [...xs].sort((a, b) => a - b);
+      return s.length ? s[Math.floor((s.length - 1) / 2)] : Number.NaN;
+    };
+    const ms = (x) => (x * 1000).toFixed(0);
+    // The shape most sends had (the same statements in the same order), so steps line up.
+    const shapes = new Map();
+    for (const s of done) {
+      const shape = s.statements.map((q) => q.name).join(' > ');
+      shapes.set(shape, [...(shapes.get(shape) ?? []), s]);
+    }
+    const [shape, sends] = [...shapes.entries()].sort((a, b) => b[1].length - a[1].length)[0] ?? ['', []];
+    const lines = [
+      `${sends.length} of the last ${done.length} sends made these statements in this order (medians, µs from the request's arrival):`,
+      '',
+      '| step | starts | ends | takes |',
+      '| - | -: | -: | -: |',
+    ];
+    let previous = sends.map(() => 0);
+    const row = (label, starts, ends) => {
+      lines.push(
+        `| ${label} | ${ms(median(starts))} | ${ms(median(ends))} | ${ms(median(ends.map((e, i) => e - starts[i])))} |`,
+      );
+    };
+    shape.split(' > ').forEach((name, i) => {
+      if (!name) return;
+      const starts = sends.map((s) => s.statements[i].sent - s.start);
+      const ends = sends.map((s) => s.statements[i].answered - s.start);
+      row('Parley (and the provider call, if between)', previous, starts);
+      row(`statement \`${name}\``, starts, ends);
+      previous = ends;
+    });
+    row(
+      'Parley, to the end of the answer',
+      previous,
+      sends.map((s) => s.end - s.start),
+    );
+    lines.push('', `Whole send inside the server: ${ms(median(sends.map((s) => s.end - s.start)))} µs (median).`);
+    writeFileSync(out, `${lines.join('\n')}\n`);
+  });
+}
