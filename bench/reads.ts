@@ -5,6 +5,7 @@
  *
  *   node --import tsx bench/reads.ts --dist                  # 5 s per run, 50 connections, 3 rounds
  *   node --import tsx bench/reads.ts --dist --duration 2 --rounds 1 --messages 200   # smoke run
+ *   node --import tsx bench/reads.ts --cli /tmp/parley-<commit>/dist/cli/main.js       # another build
  *
  * Seeding: an agent with a sandbox number sends `--messages` templates to as many recipients (so
  * as many conversations), and the sandbox reports sent, delivered and read for each, as the
@@ -38,6 +39,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     messages: { type: 'string', default: '1000' },
     dist: { type: 'boolean', default: false },
+    cli: { type: 'string' },
     'log-level': { type: 'string', default: 'warn' },
   },
 });
@@ -45,7 +47,7 @@ const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const ROUNDS = Math.max(1, Number(args.rounds));
 const MESSAGES = Math.max(1, Number(args.messages));
-const ENTRY = entry(args.dist);
+const ENTRY = entry(args.cli ?? args.dist);
 
 async function load(url: string, options: Partial<Parameters<typeof autocannon>[0]> = {}): Promise<AutocannonResult> {
   const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, ...options });

@@ -255,6 +255,47 @@ describe.each(DIALECTS)('acceptances and pending statuses of one turn (%s)', (di
     expect(reads.map((r) => r.epoch)).toEqual([epoch, epoch, epoch, epoch, epoch]);
   });
 
+  it.runIf(dialect === 'sqlite')('on SQLite, runs the by-ID reads of one turn just after it', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/endusers',
+      headers: tenant.orgKey.auth,
+      payload: { origin: 'manual', name: 'Ada' },
+    });
+    expect(res.statusCode).toBe(201);
+    const ada = (res.json() as { _id: string })._id;
+    const sqlite = t.ctx.database.sqlite;
+    if (!sqlite) throw new Error('no SQLite connection');
+    const rename = sqlite.prepare('UPDATE end_users SET name = ? WHERE id = ?');
+    // Asked for first, then a rename committed later in the same turn: the reads run after the
+    // turn, so every one of them sees the new name (run when asked, they would see 'Ada').
+    const reads = [
+      findEndUserByIdWithKeyEpoch(t.ctx.db, { orgId: tenant.org.id, id: ada }),
+      findEndUserByIdWithKeyEpoch(t.ctx.db, { orgId: tenant.org.id, id: ada }),
+    ];
+    const alone = findEndUserByIdWithKeyEpoch(t.ctx.db, { orgId: tenant.org.id, id: 'eu_nothere' });
+    rename.run('Ada Lovelace', ada);
+    expect((await Promise.all(reads)).map((r) => r.row?.name)).toEqual(['Ada Lovelace', 'Ada Lovelace']);
+    expect((await alone).row).toBeUndefined();
+    // A read alone in its turn waits for the turn's end too.
+    const later = findEndUserByIdWithKeyEpoch(t.ctx.db, { orgId: tenant.org.id, id: ada });
+    rename.run('Countess of Lovelace', ada);
+    expect((await later).row?.name).toBe('Countess of Lovelace');
+    // Through the API, many at once: each answer its own record, or its 404.
+    const answers = await Promise.all(
+      [ada, 'eu_nothere', ada, ada, 'eu_other'].map((id) =>
+        t.app.inject({ method: 'GET', url: `/api/endusers/${id}`, headers: tenant.orgKey.auth }),
+      ),
+    );
+    expect(answers.map((a) => a.statusCode)).toEqual([200, 404, 200, 200, 404]);
+    expect(answers.filter((a) => a.statusCode === 200).map((a) => (a.json() as { name: string }).name)).toEqual([
+      'Countess of Lovelace',
+      'Countess of Lovelace',
+      'Countess of Lovelace',
+    ]);
+  });
+
   it('answers each message and conversation read of one turn with its own, statuses included', async () => {
     const tenant = await makeSendingTenant(t.ctx);
     const stranger = await makeSendingTenant(t.ctx);

@@ -194,7 +194,7 @@ const byIdWithKeyEpochQuery = precompiled((db) =>
 
 /**
  * For a GET whose cached key awaits it (see confirmKeyEpoch): the conversation and the key epoch
- * (`byIdWithKeyEpoch`: on PostgreSQL the reads of one turn of the event loop share a statement).
+ * (`byIdWithKeyEpoch`: the reads of one turn of the event loop are taken together just after it).
  */
 export const findConversationWithKeyEpoch = byIdWithKeyEpoch<ConversationTable>(
   'conversations',

@@ -1,5 +1,5 @@
 import { type Kysely, sql } from 'kysely';
-import { batchedOnPostgres, precompiled, slot } from './precompiled.js';
+import { batchedReads, precompiled, slot } from './precompiled.js';
 import type { DB } from './schema.js';
 
 /** A record read by ID beside the key epoch, in one snapshot; no record when none matched. */
@@ -24,11 +24,12 @@ export function splitKeyEpoch<Row>(found: Record<string, unknown> | undefined): 
 /**
  * A GET by ID whose key the cache admitted: the record (by organization and ID) and the key epoch in
  * one statement, so the key is confirmed without a round trip of its own. `one` is the statement of
- * a single read (always one row, the epoch's). On PostgreSQL the reads of one turn of the event loop
- * share one statement (see `batchedOnPostgres`): each still sees every write committed before its
- * request came in. Its arrays are read through sub-selects so that the prepared statement keeps one
- * generic plan (a plan made for the values at hand would look cheaper every time and be made again
- * for every run).
+ * a single read (always one row, the epoch's). The reads of one turn of the event loop are taken
+ * together just after it (see `batchedReads`): on PostgreSQL they share one statement, on SQLite
+ * they run one after the other; each still sees every write committed before its request came in.
+ * The shared statement's arrays are read through sub-selects so that the prepared statement keeps
+ * one generic plan (a plan made for the values at hand would look cheaper every time and be made
+ * again for every run).
  */
 export function byIdWithKeyEpoch<Row>(
   table: 'end_users' | 'conversations',
@@ -44,7 +45,7 @@ export function byIdWithKeyEpoch<Row>(
         where k.id = 1
         order by v.i`.compile(db),
   }));
-  return batchedOnPostgres<ByIdRead, WithKeyEpoch<Row>>(
+  return batchedReads<ByIdRead, WithKeyEpoch<Row>>(
     async (db, read) => splitKeyEpoch<Row>(await one(db, read)),
     async (db, reads) => {
       const { rows } = await many(db, [reads.map((r) => r.orgId), reads.map((r) => r.id)]);

@@ -187,6 +187,35 @@ export function precompiled<R>(build: (db: Kysely<DB>) => Compilable<R>) {
   };
 }
 
+/**
+ * The reads of the GETs by ID, taken per turn of the event loop on both databases. On PostgreSQL
+ * the reads of one turn run as one statement (`many`, see `batchedOnPostgres`). On SQLite each
+ * still runs its own statement (`one`), but all of them just after the turn, one after the other,
+ * so that their answers are written together: one at a time, as each read finished, every answer
+ * woke the process reading it (a proxy on the same machine, the benchmark's load generator); a
+ * burst of answers wakes it once (6 to 41 % of a read's CPU on the benchmark machine,
+ * bench/README.md). Each read still sees every write committed before its request came in.
+ */
+export function batchedReads<I, O>(
+  one: (db: Kysely<DB>, item: I) => Promise<O>,
+  many: (db: Kysely<DB>, items: readonly I[]) => Promise<readonly O[]>,
+): (db: Kysely<DB>, item: I) => Promise<O> {
+  const onPostgres = batchedOnPostgres(one, many);
+  const turns = new WeakMap<Kysely<DB>, PerTurn<I, O>>();
+  return (db, item) => {
+    if (!sqliteHandles.has(db)) return onPostgres(db, item);
+    let turn = turns.get(db);
+    if (!turn) {
+      turn = new PerTurn<I, O>(
+        (i) => one(db, i),
+        (items) => Promise.all(items.map((i) => one(db, i))),
+      );
+      turns.set(db, turn);
+    }
+    return turn.add(item);
+  };
+}
+
 /** Whether precompiled queries on this database go to a PostgreSQL pool (not a transaction, not SQLite). */
 export const onPostgresPool = (db: Kysely<DB>): boolean => pgPools.has(db);
 

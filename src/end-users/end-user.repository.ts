@@ -119,7 +119,7 @@ const endUserByIdWithKeyEpoch = precompiled((db) =>
     .where('key_epoch.id', '=', 1),
 );
 
-/** See `byIdWithKeyEpoch`: on PostgreSQL the reads of one turn of the event loop share a statement. */
+/** See `byIdWithKeyEpoch`: the reads of one turn of the event loop are taken together just after it. */
 export const findEndUserByIdWithKeyEpoch = byIdWithKeyEpoch<EndUserTable>(
   'end_users',
   async (db, { orgId, id }) => (await endUserByIdWithKeyEpoch(db, [id, orgId])).rows[0],

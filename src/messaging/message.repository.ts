@@ -1,7 +1,7 @@
 import { type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely';
 import { jsonArrayFrom as pgJsonArrayFrom } from 'kysely/helpers/postgres';
 import { jsonArrayFrom as sqliteJsonArrayFrom } from 'kysely/helpers/sqlite';
-import { batchedOnPostgres, precompiled, slot } from '../db/precompiled.js';
+import { batchedOnPostgres, batchedReads, precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { MessageStatusTable, MessageTable } from './messaging.tables.js';
 
@@ -500,9 +500,10 @@ const messagesWithKeyEpoch = precompiled<Record<string, unknown>>((db) => ({
 /**
  * The same, and the key epoch, in one statement (a GET whose cached key awaits the epoch; see
  * confirmKeyEpoch): on PostgreSQL one round trip instead of three, shared by the reads of one turn
- * of the event loop; on SQLite one read transaction.
+ * of the event loop; on SQLite one read transaction, run with the others of its turn just after it
+ * (see `batchedReads`).
  */
-export const findMessageWithKeyEpoch = batchedOnPostgres<{ orgId: string; id: string }, MessageWithKeyEpoch>(
+export const findMessageWithKeyEpoch = batchedReads<{ orgId: string; id: string }, MessageWithKeyEpoch>(
   async (db, { orgId, id }) => {
     const query = id.startsWith('msg_') ? messageById : messageByProviderMessageId;
     return splitMessageRow((await query(db, [id, orgId])).rows[0]);
