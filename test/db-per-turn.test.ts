@@ -124,6 +124,18 @@ describe.each(DIALECTS)('acceptances and pending statuses of one turn (%s)', (di
     return ids.map((id) => rows.find((r) => r.id === id));
   }
 
+  /** An end user made through the API; its ID. */
+  async function createEndUser(auth: Record<string, string>, name: string): Promise<string> {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/api/endusers',
+      headers: auth,
+      payload: { origin: 'manual', name },
+    });
+    expect(res.statusCode).toBe(201);
+    return (res.json() as { _id: string })._id;
+  }
+
   it('records the acceptances of one turn: each its own ID and status, each conversation at its latest time', async () => {
     const { ids, conversations } = await threeUnaccepted();
     const [a, b, c] = ids as [string, string, string];
@@ -230,18 +242,8 @@ describe.each(DIALECTS)('acceptances and pending statuses of one turn (%s)', (di
   it('answers each by-ID read of one turn with its own record, or none, and the key epoch', async () => {
     const one = await makeSendingTenant(t.ctx);
     const two = await makeSendingTenant(t.ctx);
-    const create = async (auth: Record<string, string>, name: string) => {
-      const res = await t.app.inject({
-        method: 'POST',
-        url: '/api/endusers',
-        headers: auth,
-        payload: { origin: 'manual', name },
-      });
-      expect(res.statusCode).toBe(201);
-      return (res.json() as { _id: string })._id;
-    };
-    const ada = await create(one.orgKey.auth, 'Ada');
-    const bob = await create(two.orgKey.auth, 'Bob');
+    const ada = await createEndUser(one.orgKey.auth, 'Ada');
+    const bob = await createEndUser(two.orgKey.auth, 'Bob');
     const { epoch } = await findEndUserByIdWithKeyEpoch(t.ctx.db, { orgId: one.org.id, id: ada });
     const reads = await Promise.all([
       findEndUserByIdWithKeyEpoch(t.ctx.db, { orgId: one.org.id, id: ada }),
@@ -257,14 +259,7 @@ describe.each(DIALECTS)('acceptances and pending statuses of one turn (%s)', (di
 
   it.runIf(dialect === 'sqlite')('on SQLite, runs the by-ID reads of one turn just after it', async () => {
     const tenant = await makeSendingTenant(t.ctx);
-    const res = await t.app.inject({
-      method: 'POST',
-      url: '/api/endusers',
-      headers: tenant.orgKey.auth,
-      payload: { origin: 'manual', name: 'Ada' },
-    });
-    expect(res.statusCode).toBe(201);
-    const ada = (res.json() as { _id: string })._id;
+    const ada = await createEndUser(tenant.orgKey.auth, 'Ada');
     const sqlite = t.ctx.database.sqlite;
     if (!sqlite) throw new Error('no SQLite connection');
     const rename = sqlite.prepare('UPDATE end_users SET name = ? WHERE id = ?');
