@@ -201,19 +201,8 @@ export function batchedReads<I, O>(
   many: (db: Kysely<DB>, items: readonly I[]) => Promise<readonly O[]>,
 ): (db: Kysely<DB>, item: I) => Promise<O> {
   const onPostgres = batchedOnPostgres(one, many);
-  const turns = new WeakMap<Kysely<DB>, PerTurn<I, O>>();
-  return (db, item) => {
-    if (!sqliteHandles.has(db)) return onPostgres(db, item);
-    let turn = turns.get(db);
-    if (!turn) {
-      turn = new PerTurn<I, O>(
-        (i) => one(db, i),
-        (items) => Promise.all(items.map((i) => one(db, i))),
-      );
-      turns.set(db, turn);
-    }
-    return turn.add(item);
-  };
+  const onSqlite = perTurn(one, (db, items) => Promise.all(items.map((i) => one(db, i))));
+  return (db, item) => (sqliteHandles.has(db) ? onSqlite(db, item) : onPostgres(db, item));
 }
 
 /** Whether precompiled queries on this database go to a PostgreSQL pool (not a transaction, not SQLite). */
@@ -228,18 +217,26 @@ export function batchedOnPostgres<I, O>(
   one: (db: Kysely<DB>, item: I) => Promise<O>,
   many: (db: Kysely<DB>, items: readonly I[]) => Promise<readonly O[]>,
 ): (db: Kysely<DB>, item: I) => Promise<O> {
-  const batches = new WeakMap<Kysely<DB>, PerTurn<I, O>>();
+  const batched = perTurn(one, many);
+  return (db, item) => (onPostgresPool(db) ? batched(db, item) : one(db, item));
+}
+
+/** The calls of one turn of the event loop, on each database, run together (see `PerTurn`). */
+function perTurn<I, O>(
+  one: (db: Kysely<DB>, item: I) => Promise<O>,
+  many: (db: Kysely<DB>, items: readonly I[]) => Promise<readonly O[]>,
+): (db: Kysely<DB>, item: I) => Promise<O> {
+  const turns = new WeakMap<Kysely<DB>, PerTurn<I, O>>();
   return (db, item) => {
-    if (!onPostgresPool(db)) return one(db, item);
-    let batch = batches.get(db);
-    if (!batch) {
-      batch = new PerTurn<I, O>(
+    let turn = turns.get(db);
+    if (!turn) {
+      turn = new PerTurn<I, O>(
         (i) => one(db, i),
         (items) => many(db, items),
       );
-      batches.set(db, batch);
+      turns.set(db, turn);
     }
-    return batch.add(item);
+    return turn.add(item);
   };
 }
 
