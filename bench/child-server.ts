@@ -264,7 +264,7 @@ export function messagingBenchEnv(
   dialect: 'sqlite' | 'postgres',
   name: string,
   providerUrl: string,
-): { env: Record<string, string>; cleanup: () => Promise<void> } {
+): { env: Record<string, string>; cleanup: () => Promise<void>; analyze: () => Promise<void> } {
   const dataDir = mkdtempSync(join(tmpdir(), `parley-bench-${name}-`));
   const schema = `bench_${name}_${Date.now().toString(36)}`;
   const env: Record<string, string> = {
@@ -286,7 +286,29 @@ export function messagingBenchEnv(
       if (pgUrl) await dropPostgresSchema(pgUrl, schema);
       rmSync(dataDir, { recursive: true, force: true });
     },
+    analyze: () => (pgUrl ? analyzePostgresSchema(pgUrl, schema) : Promise.resolve()),
   };
+}
+
+/**
+ * ANALYZE of every table of a benchmark's schema, once it is seeded: what autovacuum does on a live
+ * database within a minute of a table's growth (this machine's PostgreSQL runs with autovacuum
+ * off). Without statistics PostgreSQL plans the prepared statements as if the tables were empty,
+ * and keeps those plans. Each benchmark's `--no-analyze` leaves the schema as seeded.
+ */
+export async function analyzePostgresSchema(url: string, schema: string): Promise<void> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ name: string }>(
+      'select tablename as name from pg_tables where schemaname = $1',
+      [schema],
+    );
+    for (const { name } of rows) await client.query(`ANALYZE "${schema}"."${name.replaceAll('"', '""')}"`);
+  } finally {
+    await client.end();
+  }
 }
 
 /** The run whose request rate is the median of the runs. */
@@ -325,13 +347,25 @@ export function postgresCpuMs(): number {
 
 /**
  * A load run and the server's CPU time per request it answered, in µs: unlike requests per second,
- * this hardly moves when other work shares the machine's cores.
+ * this hardly moves when other work shares the machine's cores. `pgUs`: the same for every
+ * PostgreSQL process on the machine (0 on SQLite).
  */
 export async function loadWithCpu(
   pid: number | undefined,
   load: () => Promise<AutocannonResult>,
-): Promise<AutocannonResult & { cpuUs: number }> {
+): Promise<AutocannonResult & { cpuUs: number; pgUs: number }> {
   const before = cpuMs(pid);
+  const pgBefore = postgresCpuMs();
   const r = await load();
-  return { ...r, cpuUs: ((cpuMs(pid) - before) * 1000) / Math.max(1, r.requests.total) };
+  const perRequest = (ms: number) => (ms * 1000) / Math.max(1, r.requests.total);
+  return { ...r, cpuUs: perRequest(cpuMs(pid) - before), pgUs: perRequest(postgresCpuMs() - pgBefore) };
+}
+
+/** The `--dialects` option of a benchmark: by default SQLite, and PostgreSQL when DATABASE_URL is set. */
+export function dialectsArg(value: string | undefined): ('sqlite' | 'postgres')[] {
+  return (value?.split(',') ?? (process.env.DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'])).map((d) => {
+    if (d !== 'sqlite' && d !== 'postgres') throw new Error(`--dialects: unknown '${d}' (sqlite, postgres)`);
+    if (d === 'postgres' && !process.env.DATABASE_URL) throw new Error('--dialects postgres needs DATABASE_URL');
+    return d;
+  });
 }

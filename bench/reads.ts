@@ -5,6 +5,7 @@
  *
  *   node --import tsx bench/reads.ts --dist                  # 5 s per run, 50 connections, 3 rounds
  *   node --import tsx bench/reads.ts --dist --duration 2 --rounds 1 --messages 200   # smoke run
+ *   node --import tsx bench/reads.ts --dist --dialects postgres                   # one database
  *   node --import tsx bench/reads.ts --cli /tmp/parley-<commit>/dist/cli/main.js       # another build
  *
  * Seeding: an agent with a sandbox number sends `--messages` templates to as many recipients (so
@@ -19,6 +20,7 @@ import {
   type AutocannonRequest,
   type AutocannonResult,
   autocannon,
+  dialectsArg,
   entry,
   freePort,
   loadWithCpu,
@@ -40,6 +42,8 @@ const { values: args } = parseArgs({
     messages: { type: 'string', default: '1000' },
     dist: { type: 'boolean', default: false },
     cli: { type: 'string' },
+    dialects: { type: 'string' },
+    'no-analyze': { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'warn' },
   },
 });
@@ -55,7 +59,7 @@ async function load(url: string, options: Partial<Parameters<typeof autocannon>[
   return r;
 }
 
-type Measured = AutocannonResult & { cpuUs: number };
+type Measured = AutocannonResult & { cpuUs: number; pgUs: number };
 
 interface Figures {
   readonly bare: Measured;
@@ -67,7 +71,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
   const sandboxPort = await freePort();
   const parleyPort = await freePort();
   const base = `http://127.0.0.1:${parleyPort}`;
-  const { env, cleanup } = messagingBenchEnv(dialect, 'reads', `http://127.0.0.1:${sandboxPort}`);
+  const { env, cleanup, analyze } = messagingBenchEnv(dialect, 'reads', `http://127.0.0.1:${sandboxPort}`);
   const children: ChildProcess[] = [];
   try {
     log(`${dialect}: seeding an organization, an agent with a number and a key`);
@@ -125,6 +129,8 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       await new Promise((r) => setTimeout(r, 100));
     }
     await stopChild(sandbox);
+    // The tables as a live database's autovacuum would leave them (see analyzePostgresSchema).
+    if (!args['no-analyze']) await analyze();
 
     const rotate = (prefix: string, ids: readonly string[]) => {
       let next = 0;
@@ -153,7 +159,9 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       const [b, m, c] = [bares.at(-1), messages.at(-1), conversations.at(-1)];
       log(
         `${dialect}:   bare ${Math.round(b?.requests.average ?? 0)} req/s, message ${Math.round(m?.requests.average ?? 0)} ` +
-          `(p99 ${m?.latency.p99} ms), conversation ${Math.round(c?.requests.average ?? 0)} (p99 ${c?.latency.p99} ms)`,
+          `(p99 ${m?.latency.p99} ms, ${Math.round(m?.cpuUs ?? 0)}/${Math.round(m?.pgUs ?? 0)} µs CPU Parley/PostgreSQL), ` +
+          `conversation ${Math.round(c?.requests.average ?? 0)} (p99 ${c?.latency.p99} ms, ` +
+          `${Math.round(c?.cpuUs ?? 0)}/${Math.round(c?.pgUs ?? 0)} µs)`,
       );
     }
     return {
@@ -167,19 +175,22 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
   }
 }
 
-const results: [string, Figures][] = [['SQLite', await runDialect('sqlite')]];
-if (process.env.DATABASE_URL) results.push(['PostgreSQL', await runDialect('postgres')]);
+const results: [string, Figures][] = [];
+for (const d of dialectsArg(args.dialects))
+  results.push([d === 'sqlite' ? 'SQLite' : 'PostgreSQL', await runDialect(d)]);
 
 const f0 = (n: number) => Math.round(n).toLocaleString('en-US');
 console.log(
   `\nReads by ID: ${MESSAGES} messages and conversations, ${CONNECTIONS} connections, ${DURATION} s a run, ` +
     `median of ${ROUNDS} alternating rounds, LOG_LEVEL=${args['log-level']}\n`,
 );
-console.log('| database | route | req/s | share of bare | p50 / p99 ms | CPU µs per request (bare / Parley) |');
-console.log('| - | - | -: | -: | -: | -: |');
+console.log(
+  '| database | route | req/s | share of bare | p50 / p99 ms | CPU µs per request (bare / Parley) | PostgreSQL CPU µs per request |',
+);
+console.log('| - | - | -: | -: | -: | -: | -: |');
 for (const [name, f] of results) {
   console.log(
-    `| ${name} | bare node:http | ${f0(f.bare.requests.average)} | | ${f.bare.latency.p50} / ${f.bare.latency.p99} | ${f0(f.bare.cpuUs)} |`,
+    `| ${name} | bare node:http | ${f0(f.bare.requests.average)} | | ${f.bare.latency.p50} / ${f.bare.latency.p99} | ${f0(f.bare.cpuUs)} | |`,
   );
   for (const [route, r] of [
     ['GET /api/messages/<id>', f.message],
@@ -187,7 +198,7 @@ for (const [name, f] of results) {
   ] as const) {
     const share = Math.round((100 * r.requests.average) / f.bare.requests.average);
     console.log(
-      `| ${name} | ${route} | ${f0(r.requests.average)} | ${share} % | ${r.latency.p50} / ${r.latency.p99} | ${f0(f.bare.cpuUs)} / ${f0(r.cpuUs)} |`,
+      `| ${name} | ${route} | ${f0(r.requests.average)} | ${share} % | ${r.latency.p50} / ${r.latency.p99} | ${f0(f.bare.cpuUs)} / ${f0(r.cpuUs)} | ${name === 'SQLite' ? '' : f0(r.pgUs)} |`,
     );
   }
 }
