@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { type Config, defaultBaseUrl, type RegionConfig } from './config.js';
 import { type AppContext, createContext, createLogger } from './context.js';
+import { databaseWarnings } from './db/database.js';
 import { buildApp } from './http/app.js';
 import { clearAddress, writeAddress } from './shared/address-file.js';
 import type { Clock } from './shared/clock.js';
@@ -72,6 +73,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         { region: region.region, url, baseUrl: region.baseUrl, database: region.database.kind },
         'region ready',
       );
+      for (const warning of await databaseWarnings(ctx.database)) logger.warn({ region: region.region }, warning);
     }
   } catch (err) {
     await close();

@@ -70,7 +70,8 @@ const recipientSelect = (db: QueryCreator<DB>) =>
     .select(CONVERSATION_COLUMNS.map((c) => `c.${c}` as const))
     .where('key_epoch.id', '=', 1);
 
-const recipientQuery = precompiled(recipientSelect);
+/** Exported for the plan tests (test/pg-plans.test.ts), as is `recipientStoringMessage`. */
+export const recipientQuery = precompiled(recipientSelect);
 
 export interface KnownRecipient {
   readonly endUser: { id: string; name: string | null; email: string | null };
@@ -119,7 +120,7 @@ const STORED_COLUMNS = MESSAGE_COLUMNS.filter((c) => c !== 'conversation_id');
  * stores nothing. The values are cast to their columns' types: in a SELECT list, PostgreSQL would
  * otherwise take an untyped placeholder for text.
  */
-const recipientStoringMessage = precompiled((db) =>
+export const recipientStoringMessage = precompiled((db) =>
   db
     .with('r', recipientSelect)
     .with('stored', (w) =>

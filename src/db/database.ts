@@ -122,6 +122,34 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
 }
 
 /**
+ * What a PostgreSQL server's settings mean for Parley, as sentences for the log; none when all is
+ * well. Each statement is prepared once per connection and PostgreSQL plans it from the tables'
+ * statistics, which autovacuum (on by default) keeps. Without them PostgreSQL plans every table
+ * as if it were nearly empty and keeps those plans: a send may then read every open conversation
+ * of its agent, or every end user of its organization, to find one.
+ */
+export function postgresSettingWarnings(settings: { autovacuum: string; trackCounts: string }): string[] {
+  if (settings.autovacuum === 'on' && settings.trackCounts === 'on') return [];
+  const off = [settings.autovacuum !== 'on' ? 'autovacuum' : '', settings.trackCounts !== 'on' ? 'track_counts' : '']
+    .filter(Boolean)
+    .join(' and ');
+  return [
+    `PostgreSQL runs with ${off} off, so nothing keeps the statistics of Parley's tables: ` +
+      'PostgreSQL then plans statements as if the tables were nearly empty, and reads grow with the tables. ' +
+      "Turn autovacuum on (PostgreSQL's default) or run `vacuumdb --analyze-only` regularly.",
+  ];
+}
+
+/** `postgresSettingWarnings` of this database's server; none on SQLite. */
+export async function databaseWarnings(database: Database): Promise<string[]> {
+  if (database.dialect !== 'postgres') return [];
+  const { rows } = await sql<{ name: string; setting: string }>`
+    select name, setting from pg_settings where name in ('autovacuum', 'track_counts')`.execute(database.db);
+  const setting = (name: string) => rows.find((r) => r.name === name)?.setting ?? 'on';
+  return postgresSettingWarnings({ autovacuum: setting('autovacuum'), trackCounts: setting('track_counts') });
+}
+
+/**
  * Where a connection URL points, never its password: `host:port/database`, or the Unix socket
  * (`postgresql://user@%2Fvar%2Frun%2Fpostgresql/db`, or `?host=/var/run/postgresql`) and the database.
  */

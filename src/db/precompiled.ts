@@ -143,7 +143,7 @@ interface Entry<R> {
  */
 export function precompiled<R>(build: (db: Kysely<DB>) => Compilable<R>) {
   const cache = new WeakMap<Kysely<DB>, Entry<R>>();
-  return (db: Kysely<DB>, values: readonly unknown[]): Promise<QueryResult<R>> => {
+  const entryOf = (db: Kysely<DB>): Entry<R> => {
     let entry = cache.get(db);
     if (!entry) {
       const compiled = build(db).compile();
@@ -153,11 +153,17 @@ export function precompiled<R>(build: (db: Kysely<DB>) => Compilable<R>) {
       entry = { compiled, slots, name: `prl_${++statementNames}` };
       cache.set(db, entry);
     }
-    const { compiled, slots } = entry;
-    const parameters = compiled.parameters.map((p, i) => {
+    return entry;
+  };
+  const parametersOf = ({ compiled, slots }: Entry<R>, values: readonly unknown[]): unknown[] =>
+    compiled.parameters.map((p, i) => {
       const s = slots[i];
       return s === undefined ? p : values[s];
     });
+  const run = (db: Kysely<DB>, values: readonly unknown[]): Promise<QueryResult<R>> => {
+    const entry = entryOf(db);
+    const { compiled } = entry;
+    const parameters = parametersOf(entry, values);
     const handle = sqliteHandles.get(db);
     if (handle && !handle.sqlite.inTransaction) {
       try {
@@ -185,6 +191,12 @@ export function precompiled<R>(build: (db: Kysely<DB>) => Compilable<R>) {
     }
     return db.executeQuery<R>({ ...compiled, parameters });
   };
+  /** The SQL this runs on `db` with these values, and its parameters (to EXPLAIN it, say). */
+  run.statement = (db: Kysely<DB>, values: readonly unknown[]): { sql: string; parameters: unknown[] } => {
+    const entry = entryOf(db);
+    return { sql: entry.compiled.sql, parameters: parametersOf(entry, values) };
+  };
+  return run;
 }
 
 /**
