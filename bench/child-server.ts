@@ -319,17 +319,25 @@ export function medianRate<T extends AutocannonResult>(runs: T[]): T {
   return run;
 }
 
-/** CPU time (user + system) a process has used, in ms (Linux /proc; clock ticks of 10 ms). */
-export function cpuMs(pid: number | undefined): number {
+/**
+ * CPU time (user + system) a process has used, in ms (Linux /proc; clock ticks of 10 ms); with
+ * `children`, also that of its children it has waited for (those that exited).
+ */
+export function cpuMs(pid: number | undefined, children = false): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    const own = Number(fields[11]) + Number(fields[12]);
+    return (children ? own + Number(fields[13]) + Number(fields[14]) : own) * 10;
   } catch {
     return Number.NaN;
   }
 }
 
-/** CPU time of every PostgreSQL process on this machine, in ms (0 without any): /proc, Linux. */
+/**
+ * CPU time of every PostgreSQL process on this machine, in ms (0 without any): /proc, Linux. A
+ * backend that exits (a connection closed) moves its time to the postmaster's children's time,
+ * counted here too, so the total never goes back.
+ */
 export function postgresCpuMs(): number {
   let total = 0;
   for (const entry of readdirSync('/proc')) {
@@ -337,7 +345,7 @@ export function postgresCpuMs(): number {
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       if (!stat.includes('(postgres)')) continue;
-      total += cpuMs(Number(entry));
+      total += cpuMs(Number(entry), true);
     } catch {
       // gone meanwhile
     }
