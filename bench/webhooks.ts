@@ -23,6 +23,7 @@ import {
   type AutocannonRequest,
   autocannon,
   BENCH_APP_SECRET,
+  dialectsArg,
   entry,
   freePort,
   log,
@@ -42,6 +43,7 @@ const { values: args } = parseArgs({
     messages: { type: 'string', default: '1000' },
     dist: { type: 'boolean', default: false },
     cli: { type: 'string' },
+    dialects: { type: 'string' },
   },
 });
 const DURATION = Number(args.duration);
@@ -221,7 +223,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]
   }
 }
 
-const dialects: ('sqlite' | 'postgres')[] = process.env.DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+const dialects = dialectsArg(args.dialects);
 const results: { dialect: string; rows: Row[]; applied: string }[] = [];
 for (const dialect of dialects) results.push({ dialect, ...(await runDialect(dialect)) });
 

@@ -260,9 +260,9 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
       )
       .execute();
     if (dialect === 'postgres') {
-      // The first claim took all 30: a batch of 20 and one of 10; the failing body rolled its batch
-      // back, and each of that batch's bodies then ran on its own.
-      expect(batchSizes.slice(0, 2).sort((a, b) => a - b)).toEqual([10, 20]);
+      // The first claim took all 30, one batch (of up to 100); the failing body rolled it back, and
+      // each of its bodies then ran on its own.
+      expect(batchSizes[0]).toBe(30);
     } else {
       expect(batchSizes).toEqual([]);
     }
@@ -301,6 +301,105 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     expect(await pendingOf()).toEqual([{ status: 'delivered' }]);
     const statuses = (await getMessage(known)).json().message.statuses as { status: string }[];
     expect(statuses.map((x) => x.status).sort()).toEqual(['delivered', 'read']);
+  });
+
+  it('a batch applies its statuses as one after the other would: each once, forward only, a failure with its error, an event each for the agent’s endpoints', async () => {
+    const a = await sendOne();
+    const b = await sendOne();
+    const mine = await createEndpoint(t.ctx.db, t.ctx.clock, {
+      orgId: tenant.org.id,
+      agentId: tenant.agent.id,
+      url: 'http://127.0.0.1:9/',
+      events: 'message.status',
+    });
+    const others = await createEndpoint(t.ctx.db, t.ctx.clock, {
+      orgId: tenant.org.id,
+      agentId: tenant.other.id,
+      url: 'http://127.0.0.1:9/',
+      events: 'message.status',
+    });
+    const failure = {
+      code: 131026,
+      title: 'Message undeliverable',
+      error_data: { details: 'Receiver is incapable of receiving this message' },
+    };
+    const job = (id: string, receivedAt: number, statuses: Parameters<typeof statusPayload>[1]) => ({
+      payload: { raw: JSON.stringify(statusPayload(pid(), statuses)), receivedAt },
+      job: { id, queue: PROVIDER_WEBHOOK_QUEUE, attempt: 1, maxAttempts: 3 },
+    });
+    try {
+      const finished = await t.ctx.messaging.webhooks.applyStatusBatch([
+        job('job_1', T0 + 7001, [{ id: a, status: 'read', timestamp: T0 + 3000 }]),
+        job('job_2', T0 + 7002, [
+          { id: a, status: 'delivered', timestamp: T0 + 2000 },
+          { id: b, status: 'sent', timestamp: T0 + 1000 },
+        ]),
+        // The same status again (a redelivery with another time): recorded once, the first.
+        job('job_3', T0 + 7003, [{ id: a, status: 'read', timestamp: T0 + 4000 }]),
+        job('job_4', T0 + 7004, [{ id: b, status: 'failed', timestamp: T0 + 2000, errors: [failure] }]),
+      ]);
+      expect(finished.sort()).toEqual(['job_1', 'job_2', 'job_3', 'job_4']);
+      const first = (await getMessage(a)).json().message;
+      expect(first).toMatchObject({ status: 'read', updatedAt: T0 + 7001 });
+      expect(first.statuses).toEqual([
+        { status: 'delivered', timestamp: T0 + 2000, receivedAt: T0 + 7002 },
+        { status: 'read', timestamp: T0 + 3000, receivedAt: T0 + 7001 },
+      ]);
+      const second = (await getMessage(b)).json().message;
+      const error = { code: 131026, message: 'Receiver is incapable of receiving this message' };
+      expect(second).toMatchObject({ status: 'failed', updatedAt: T0 + 7004, error });
+      expect(second.statuses).toEqual([
+        { status: 'sent', timestamp: T0 + 1000, receivedAt: T0 + 7002 },
+        { status: 'failed', timestamp: T0 + 2000, receivedAt: T0 + 7004, error },
+      ]);
+      // message.status: one per status recorded, to the agent's endpoint only.
+      const raised = async (endpointId: string) =>
+        (
+          await t.ctx.db
+            .selectFrom('event_deliveries')
+            .select('payload')
+            .where('endpoint_id', '=', endpointId)
+            .execute()
+        )
+          .map((r) => JSON.parse(r.payload).data)
+          .sort((x, y) => `${x.messageId}${x.status}`.localeCompare(`${y.messageId}${y.status}`));
+      const expected = [
+        { messageId: a, status: 'delivered' },
+        { messageId: a, status: 'read' },
+        { messageId: b, status: 'failed', error },
+        { messageId: b, status: 'sent' },
+      ].sort((x, y) => `${x.messageId}${x.status}`.localeCompare(`${y.messageId}${y.status}`));
+      expect(await raised(mine.id)).toEqual(expected.map((e) => expect.objectContaining(e)));
+      expect(await raised(others.id)).toEqual([]);
+
+      // Two batches over the same messages at once, in opposite orders: both finish, nothing twice.
+      const c = await sendOne();
+      const [x, y] = await Promise.all([
+        t.ctx.messaging.webhooks.applyStatusBatch([
+          job('job_x1', T0 + 8001, [{ id: a, status: 'delivered', timestamp: T0 + 2000 }]),
+          job('job_x2', T0 + 8002, [{ id: c, status: 'delivered', timestamp: T0 + 2000 }]),
+        ]),
+        t.ctx.messaging.webhooks.applyStatusBatch([
+          job('job_y1', T0 + 8003, [{ id: c, status: 'read', timestamp: T0 + 3000 }]),
+          job('job_y2', T0 + 8004, [{ id: a, status: 'sent', timestamp: T0 + 1000 }]),
+        ]),
+      ]);
+      expect([x.sort(), y.sort()]).toEqual([
+        ['job_x1', 'job_x2'],
+        ['job_y1', 'job_y2'],
+      ]);
+      expect((await getMessage(c)).json().message).toMatchObject({ status: 'read' });
+      const again = (await getMessage(a)).json().message;
+      expect(again.status).toBe('read');
+      expect(again.statuses.map((s: { status: string }) => s.status)).toEqual(['sent', 'delivered', 'read']);
+      expect((await raised(mine.id)).filter((e) => e.messageId === a).map((e) => e.status)).toEqual([
+        'delivered',
+        'read',
+        'sent',
+      ]);
+    } finally {
+      await t.ctx.db.deleteFrom('event_endpoints').where('id', 'in', [mine.id, others.id]).execute();
+    }
   });
 
   it('bodies left in the inbox by a stopped process are applied at the next start', async () => {

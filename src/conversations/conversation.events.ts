@@ -1,4 +1,4 @@
-import { type EventDeps, emitEvent, eventId } from '../events/event.service.js';
+import { type EventDeps, type EventEndpointOfOrg, emitEvent, eventId } from '../events/event.service.js';
 import type { ConversationTable } from './conversation.tables.js';
 
 /**
@@ -73,30 +73,40 @@ export function emitMessageReceived(
 /** `message.status`: the provider reported on an outbound message. */
 export function emitMessageStatus(
   deps: EventDeps,
-  status: {
-    readonly orgId: string;
-    readonly agentId: string;
-    readonly conversationId: string | null;
-    readonly messageId: string;
-    readonly status: string;
-    readonly error: { readonly code: number | null; readonly message: string | null } | null;
-    readonly at: number;
-  },
+  status: MessageStatusOfAgent,
+  /** The organization's enabled endpoints, when already read (see `emitEvent`). */
+  endpoints?: readonly EventEndpointOfOrg[],
 ): Promise<string[]> {
-  return emitEvent(deps, {
-    id: eventId('message.status', `${status.messageId}\u0000${status.status}`),
-    type: 'message.status',
-    orgId: status.orgId,
-    agentId: status.agentId,
-    at: status.at,
-    data: {
-      conversationId: status.conversationId,
+  return emitEvent(
+    deps,
+    {
+      id: eventId('message.status', `${status.messageId}\u0000${status.status}`),
+      type: 'message.status',
+      orgId: status.orgId,
       agentId: status.agentId,
-      messageId: status.messageId,
-      status: status.status,
-      ...(status.error ? { error: status.error } : {}),
+      at: status.at,
+      data: {
+        conversationId: status.conversationId,
+        agentId: status.agentId,
+        messageId: status.messageId,
+        status: status.status,
+        ...(status.error ? { error: status.error } : {}),
+      },
     },
-  });
+    endpoints,
+  );
+}
+
+/** What `message.status` says of a status of one of an agent's messages. */
+export interface MessageStatusOfAgent {
+  readonly orgId: string;
+  readonly agentId: string;
+  readonly conversationId: string | null;
+  /** The provider's message ID. */
+  readonly messageId: string;
+  readonly status: string;
+  readonly error: { readonly code: number | null; readonly message: string | null } | null;
+  readonly at: number;
 }
 
 /** `conversation.closed`: by the agent (`closed`) or after the idle time (`idle`). */

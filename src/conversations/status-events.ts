@@ -1,4 +1,4 @@
-import { EVENT_DELIVERY_QUEUE, type EventDeps } from '../events/event.service.js';
+import { EVENT_DELIVERY_QUEUE, type EventDeps, enabledEndpointsOf } from '../events/event.service.js';
 import type { StatusEvent } from '../messaging/message.repository.js';
 import { emitMessageStatus } from './conversation.events.js';
 
@@ -31,4 +31,39 @@ export async function raiseMessageStatuses(
     });
   }
   deps.jobs.wake(EVENT_DELIVERY_QUEUE);
+}
+
+/**
+ * `raiseMessageStatuses` for the statuses of many messages at once, whose organizations and agents
+ * the caller knows: the organizations' endpoints read in one statement, a delivery recorded only
+ * for an endpoint that wants the event. In the order given.
+ */
+export async function raiseStatusesOfMessages(
+  deps: EventDeps,
+  statuses: readonly {
+    readonly message: { readonly orgId: string; readonly agentId: string; readonly conversationId: string | null };
+    readonly providerMessageId: string;
+    readonly event: StatusEvent;
+  }[],
+): Promise<void> {
+  const endpoints = await enabledEndpointsOf(
+    deps.db,
+    statuses.map((s) => s.message.orgId),
+  );
+  if (endpoints.length === 0) return;
+  for (const { message, providerMessageId, event } of statuses) {
+    await emitMessageStatus(
+      deps,
+      {
+        orgId: message.orgId,
+        agentId: message.agentId,
+        conversationId: message.conversationId,
+        messageId: providerMessageId,
+        status: event.status,
+        error: event.status === 'failed' ? { code: event.errorCode, message: event.errorMessage } : null,
+        at: event.occurredAt,
+      },
+      endpoints,
+    );
+  }
 }

@@ -57,21 +57,47 @@ export function eventBody(event: Pick<EventToEmit, 'type' | 'data' | 'at'>): str
   return JSON.stringify({ type: event.type, timestamp: new Date(event.at).toISOString(), data: event.data });
 }
 
+/** An enabled event endpoint, as `enabledEndpointsOf` reads them. */
+export interface EventEndpointOfOrg {
+  readonly id: string;
+  readonly org_id: string;
+  readonly agent_id: string | null;
+  readonly events: string;
+}
+
+/** The enabled event endpoints of these organizations, in one statement (for `emitEvent`'s `known`). */
+export async function enabledEndpointsOf(db: Kysely<DB>, orgIds: readonly string[]): Promise<EventEndpointOfOrg[]> {
+  if (orgIds.length === 0) return [];
+  return db
+    .selectFrom('event_endpoints')
+    .select(['id', 'org_id', 'agent_id', 'events'])
+    .where('org_id', 'in', [...new Set(orgIds)])
+    .where('disabled_at', 'is', null)
+    .execute();
+}
+
 /**
  * Records one delivery of the event per endpoint that wants it (the organization's endpoints not
  * bound to another agent, enabled, subscribed to its type) and queues them, in one transaction (or
  * in the caller's, `deps.db` being one): nothing raised is lost, and nothing is delivered twice
  * to an endpoint. Resolves with the deliveries made now.
  */
-export async function emitEvent(deps: EventDeps, event: EventToEmit): Promise<string[]> {
+export async function emitEvent(
+  deps: EventDeps,
+  event: EventToEmit,
+  /** The enabled endpoints of the event's organization, when the caller has read them already. */
+  known?: readonly EventEndpointOfOrg[],
+): Promise<string[]> {
   const run = async (trx: Kysely<DB>) => {
-    const endpoints = await trx
-      .selectFrom('event_endpoints')
-      .select(['id', 'events'])
-      .where('org_id', '=', event.orgId)
-      .where('disabled_at', 'is', null)
-      .where((eb) => eb.or([eb('agent_id', 'is', null), eb('agent_id', '=', event.agentId)]))
-      .execute();
+    const endpoints =
+      known?.filter((e) => e.org_id === event.orgId && (e.agent_id === null || e.agent_id === event.agentId)) ??
+      (await trx
+        .selectFrom('event_endpoints')
+        .select(['id', 'events'])
+        .where('org_id', '=', event.orgId)
+        .where('disabled_at', 'is', null)
+        .where((eb) => eb.or([eb('agent_id', 'is', null), eb('agent_id', '=', event.agentId)]))
+        .execute());
     const wanted = endpoints.filter((e) => e.events === '*' || e.events.split(',').includes(event.type));
     if (wanted.length === 0) return [];
     const now = deps.clock.now();

@@ -278,6 +278,107 @@ export async function applyStatus(db: Kysely<DB>, messageId: string, event: Stat
   }
 }
 
+/** A message a status is about, with what its `message.status` event needs. */
+export interface StatusTargetOfAgent {
+  readonly id: string;
+  readonly orgId: string;
+  readonly agentId: string;
+  readonly conversationId: string | null;
+}
+
+const lockMessagesByProviderIdQuery = precompiled<{
+  i: string;
+  id: string;
+  org_id: string;
+  agent_id: string;
+  conversation_id: string | null;
+}>((db) => ({
+  compile: () =>
+    sql`select v.i, m.id, m.org_id, m.agent_id, m.conversation_id
+      from unnest((select ${slot<string[]>(0)}::text[]), (select ${slot<(string | null)[]>(1)}::text[]))
+        with ordinality as v(provider_message_id, phone_number_id, i)
+      join messages m on m.provider_message_id = v.provider_message_id
+      where v.phone_number_id is null or exists (
+        select 1 from messaging_numbers n where n.id = m.number_id and n.phone_number_id = v.phone_number_id)
+      order by m.id
+      for update of m`.compile(db),
+}));
+
+/**
+ * PostgreSQL, in a transaction: the messages of many statuses by provider ID (scoped to the number
+ * a status names, as `findMessageForStatus`), in one statement, each locked, in the order of their
+ * IDs, so that two transactions doing this for overlapping messages wait for each other instead of
+ * deadlocking. Answers, in the order asked, each status's message or undefined (not found by
+ * provider ID).
+ */
+export async function lockMessagesForStatuses(
+  trx: Kysely<DB>,
+  statuses: readonly { readonly providerMessageId: string; readonly phoneNumberId: string | undefined }[],
+): Promise<(StatusTargetOfAgent | undefined)[]> {
+  const { rows } = await lockMessagesByProviderIdQuery(trx, [
+    statuses.map((s) => s.providerMessageId),
+    statuses.map((s) => s.phoneNumberId ?? null),
+  ]);
+  const found: (StatusTargetOfAgent | undefined)[] = statuses.map(() => undefined);
+  for (const row of rows) {
+    found[Number(row.i) - 1] = {
+      id: row.id,
+      orgId: row.org_id,
+      agentId: row.agent_id,
+      conversationId: row.conversation_id,
+    };
+  }
+  return found;
+}
+
+const STATUS_ARRAYS = sql`(select ${slot<string[]>(0)}::text[]), (select ${slot<string[]>(1)}::text[]),
+  (select ${slot<number[]>(2)}::bigint[]), (select ${slot<number[]>(3)}::bigint[]),
+  (select ${slot<(number | null)[]>(4)}::integer[]), (select ${slot<(string | null)[]>(5)}::text[])`;
+
+const insertStatusesQuery = precompiled((db) => ({
+  compile: () =>
+    sql`insert into message_statuses (message_id, status, occurred_at, received_at, error_code, error_message)
+      select * from unnest(${STATUS_ARRAYS})
+      on conflict (message_id, status) do nothing`.compile(db),
+}));
+
+const moveStatusesQuery = precompiled((db) => ({
+  compile: () =>
+    sql`update messages m set status = v.status, status_rank = v.rank, updated_at = v.received_at,
+        error_code = case when v.status = 'failed' then v.error_code else m.error_code end,
+        error_message = case when v.status = 'failed' then v.error_message else m.error_message end
+      from (
+        select distinct on (u.id) u.id, u.status, u.rank, u.received_at, u.error_code, u.error_message
+        from unnest(${STATUS_ARRAYS}, (select ${slot<number[]>(6)}::integer[]))
+          with ordinality as u(id, status, occurred_at, received_at, error_code, error_message, rank, i)
+        order by u.id, u.rank desc, u.i
+      ) v
+      where m.id = v.id and m.status_rank < v.rank`.compile(db),
+}));
+
+/**
+ * PostgreSQL: `applyStatus` for many statuses in two statements, with the same outcome as applying
+ * them one after the other in the order given: each (message, status) is recorded once (its first
+ * occurrence), and each message moves to the highest status given if that is above its own
+ * (`failed` bringing its error), its `updated_at` that status's receipt time.
+ */
+export async function applyStatuses(
+  db: Kysely<DB>,
+  statuses: readonly { readonly messageId: string; readonly event: StatusEvent }[],
+): Promise<void> {
+  if (statuses.length === 0) return;
+  const arrays = [
+    statuses.map((s) => s.messageId),
+    statuses.map((s) => s.event.status),
+    statuses.map((s) => s.event.occurredAt),
+    statuses.map((s) => s.event.receivedAt),
+    statuses.map((s) => s.event.errorCode),
+    statuses.map((s) => s.event.errorMessage),
+  ];
+  await insertStatusesQuery(db, arrays);
+  await moveStatusesQuery(db, [...arrays, statuses.map((s) => STATUS_RANK[s.event.status])]);
+}
+
 export async function storePendingStatus(
   db: Kysely<DB>,
   providerMessageId: string,
@@ -397,6 +498,24 @@ export async function openWindow(db: Kysely<DB>, numberId: string, userKey: stri
     .execute();
 }
 
+/** The columns of a message that `GET /api/messages/<id>` shows (and the agent, for agent keys). */
+export const MESSAGE_READ_COLUMNS = [
+  'id',
+  'agent_id',
+  'to_phone',
+  'type',
+  'template_name',
+  'provider_message_id',
+  'status',
+  'error_code',
+  'error_message',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (typeof MESSAGE_COLUMNS)[number][];
+
+/** A message as read for its answer: only the columns it shows. */
+export type MessageRead = Pick<MessageTable, (typeof MESSAGE_READ_COLUMNS)[number]>;
+
 /**
  * A message of an organization (by our ID or the provider's) with its statuses, and the key epoch,
  * in one statement: always one row, the epoch's. Statuses come as a JSON array (text on SQLite).
@@ -414,7 +533,7 @@ const messageQuery = (column: 'id' | 'provider_message_id') =>
           : join.on('messages.provider_message_id', '=', slot<string>(0))
         ).on('messages.org_id', '=', slot<string>(1)),
       )
-      .selectAll('messages')
+      .select(MESSAGE_READ_COLUMNS.map((c) => `messages.${c}` as const))
       .select('key_epoch.epoch as key_epoch')
       .select((eb) =>
         jsonArrayFrom(
@@ -433,11 +552,15 @@ const messageByProviderMessageId = messageQuery('provider_message_id');
 
 export type StatusRow = Omit<MessageStatusTable, 'message_id'>;
 
-type FoundMessage = { message: MessageTable; statuses: StatusRow[] };
+type FoundMessage = { message: MessageRead; statuses: StatusRow[] };
 
 const plainMessageQuery = (column: 'id' | 'provider_message_id') =>
   precompiled((db) =>
-    db.selectFrom('messages').selectAll().where(column, '=', slot<string>(0)).where('org_id', '=', slot<string>(1)),
+    db
+      .selectFrom('messages')
+      .select(MESSAGE_READ_COLUMNS)
+      .where(column, '=', slot<string>(0))
+      .where('org_id', '=', slot<string>(1)),
   );
 const plainMessageById = plainMessageQuery('id');
 const plainMessageByProviderMessageId = plainMessageQuery('provider_message_id');
@@ -470,7 +593,7 @@ function splitMessageRow(row: Record<string, unknown> | undefined): MessageWithK
   const epoch = Number(key_epoch);
   if (message.id === null || message.id === undefined) return { found: undefined, epoch };
   const list = (typeof statuses === 'string' ? JSON.parse(statuses) : statuses) as StatusRow[];
-  return { found: { message: message as unknown as MessageTable, statuses: list }, epoch };
+  return { found: { message: message as unknown as MessageRead, statuses: list }, epoch };
 }
 
 /**
@@ -478,9 +601,10 @@ function splitMessageRow(row: Record<string, unknown> | undefined): MessageWithK
  * statement, a row per read in their order; each read names our ID or the provider's (the other
  * is null). The arrays are read through sub-selects so that the statement keeps one generic plan.
  */
+const READ_LIST = sql.raw(MESSAGE_READ_COLUMNS.join(', '));
 const messagesWithKeyEpoch = precompiled<Record<string, unknown>>((db) => ({
   compile: () =>
-    sql`select m.*, k.epoch as key_epoch, v.i,
+    sql`select ${sql.raw(MESSAGE_READ_COLUMNS.map((c) => `m.${c}`).join(', '))}, k.epoch as key_epoch, v.i,
         (select coalesce(json_agg(s order by s.occurred_at, s.received_at), '[]')
           from (select status, occurred_at, received_at, error_code, error_message
             from message_statuses where message_id = m.id) s) as statuses
@@ -488,9 +612,9 @@ const messagesWithKeyEpoch = precompiled<Record<string, unknown>>((db) => ({
       cross join unnest((select ${slot<string[]>(0)}::text[]), (select ${slot<(string | null)[]>(1)}::text[]),
         (select ${slot<(string | null)[]>(2)}::text[])) with ordinality as v(org_id, id, provider_message_id, i)
       left join lateral (
-        select * from messages where v.id is not null and id = v.id and org_id = v.org_id
+        select ${READ_LIST} from messages where v.id is not null and id = v.id and org_id = v.org_id
         union all
-        select * from messages
+        select ${READ_LIST} from messages
         where v.provider_message_id is not null and provider_message_id = v.provider_message_id and org_id = v.org_id
       ) m on true
       where k.id = 1

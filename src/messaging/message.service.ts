@@ -5,11 +5,11 @@ import { AppError } from '../shared/errors.js';
 import {
   findMessage,
   findMessageWithKeyEpoch,
+  type MessageRead,
   type MessageStatus,
   STATUS_RANK,
   type StatusRow,
 } from './message.repository.js';
-import type { MessageTable } from './messaging.tables.js';
 
 export const StatusEntry = Type.Object(
   {
@@ -52,7 +52,7 @@ export type MessageResponse = Static<typeof MessageResponse>;
 
 const errorOf = (code: number | null, message: string | null) => (message !== null ? { error: { code, message } } : {});
 
-function toResponse(message: MessageTable, statuses: readonly StatusRow[]): MessageResponse {
+function toResponse(message: MessageRead, statuses: readonly StatusRow[]): MessageResponse {
   const rank = (s: string) => STATUS_RANK[s as MessageStatus] ?? 0;
   const ordered = [...statuses].sort((a, b) => a.occurred_at - b.occurred_at || rank(a.status) - rank(b.status));
   return {

@@ -2,8 +2,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { joinInbound } from '../conversations/inbound.js';
-import { raiseMessageStatuses } from '../conversations/status-events.js';
-import { precompiled, slot } from '../db/precompiled.js';
+import { raiseMessageStatuses, raiseStatusesOfMessages } from '../conversations/status-events.js';
+import { onPostgresPool, precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import { findEndUserById } from '../end-users/end-user.repository.js';
 import { recordInboundEndUser } from '../end-users/end-user.service.js';
@@ -16,13 +16,16 @@ import {
   adoptProviderMessageId,
   applyPendingStatuses,
   applyStatus,
+  applyStatuses,
   findMessageForStatus,
+  lockMessagesForStatuses,
   openWindow,
   PENDING_STATUS_TTL_MS,
   PROVIDER_STATUSES,
   type ProviderStatus,
   purgePendingStatuses,
   type StatusEvent,
+  type StatusTargetOfAgent,
   storePendingStatus,
 } from './message.repository.js';
 import type { WebhookInboxState } from './messaging.tables.js';
@@ -234,7 +237,7 @@ interface Applied {
 type TaskOutcome = 'applied' | 'unrouted';
 
 /** Bodies of statuses applied together on PostgreSQL, and how many such batches run at once per process. */
-const STATUS_BATCH = 20;
+const STATUS_BATCH = 100;
 const STATUS_BATCH_CONCURRENCY = 4;
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 1000);
@@ -324,14 +327,16 @@ export class WebhookProcessor {
   }
 
   /**
-   * Bodies holding statuses alone, applied in one transaction (the same steps as one by one, so the
-   * same outcome); resolves with their job IDs. A body with an inbound message is left to run on its
-   * own (it has waiters, a transaction of its own and an end user to record). Statuses go in one
-   * order, by message, so two batches touching the same messages wait for each other instead of
-   * deadlocking. Anything failing rolls the batch back, and each body then runs on its own. So does
-   * a body with a status for a message not found: a pending status must be committed before the
-   * message is looked up again (a send reads pending statuses after committing its acceptance), and
-   * inside the batch it would not be.
+   * Bodies holding statuses alone, applied in one transaction (the same outcome as one by one);
+   * resolves with their job IDs. A body with an inbound message is left to run on its own (it has
+   * waiters, a transaction of its own and an end user to record). On PostgreSQL the whole batch is a
+   * few statements (`lockMessagesForStatuses`, `applyStatuses`, `raiseStatusesOfMessages`), the
+   * messages locked in the order of their IDs so that two batches touching the same messages wait
+   * for each other instead of deadlocking. Anything failing rolls the batch back, and each body then
+   * runs on its own. So does a body with a status for a message not found by its provider ID: a
+   * pending status must be committed before the message is looked up again (a send reads pending
+   * statuses after committing its acceptance), and inside the batch it would not be; a status that
+   * brings the ID of a send that never learnt it is adopted on the body's own run.
    */
   async applyStatusBatch(
     jobs: readonly { readonly payload: ProviderWebhookJob; readonly job: JobInfo }[],
@@ -355,8 +360,35 @@ export class WebhookProcessor {
       );
     const onTheirOwn = new Set<string>();
     await this.db.transaction().execute(async (trx) => {
-      for (const { body, task } of tasks) {
-        if ((await this.applyStatusTask(task, trx)) === 'unfound') onTheirOwn.add(body);
+      if (!onPostgresPool(this.db)) {
+        for (const { body, task } of tasks) {
+          if ((await this.applyStatusTask(task, trx)) === 'unfound') onTheirOwn.add(body);
+        }
+        return;
+      }
+      // PostgreSQL: the batch's statements, whatever its size (the messages, locked in the order of
+      // their IDs; the statuses; the moves; the endpoints of the events), instead of five a status.
+      const messages = await lockMessagesForStatuses(
+        trx,
+        tasks.map(({ task }) => task),
+      );
+      const found: { task: (typeof tasks)[number]['task']; message: StatusTargetOfAgent }[] = [];
+      for (const [i, { body, task }] of tasks.entries()) {
+        const message = messages[i];
+        // Not found by the provider's ID (a status that outran its send, or one that brings the
+        // ID of a send that never learnt it): left to the body's own run.
+        if (message) found.push({ task, message });
+        else onTheirOwn.add(body);
+      }
+      await applyStatuses(
+        trx,
+        found.map(({ task, message }) => ({ messageId: message.id, event: task.event })),
+      );
+      if (this.jobs) {
+        await raiseStatusesOfMessages(
+          { db: trx, jobs: this.jobs, clock: this.clock },
+          found.map(({ task, message }) => ({ message, providerMessageId: task.providerMessageId, event: task.event })),
+        );
       }
     });
     // The events raised are visible now that the batch committed.
