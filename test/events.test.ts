@@ -5,7 +5,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import type { AppContext } from '../src/context.js';
 import { createEndpoint } from '../src/events/endpoint.service.js';
-import { EVENT_DELIVERY_QUEUE, emitEvent, eventId } from '../src/events/event.service.js';
+import {
+  EVENT_DELIVERY_QUEUE,
+  emitEvent,
+  emitEvents,
+  enabledEndpointsOf,
+  eventId,
+} from '../src/events/event.service.js';
 import { randomBase62 } from '../src/shared/ids.js';
 import { createTestApp, DIALECTS, type TestApp } from './helpers/app.js';
 import { runCli } from './helpers/cli.js';
@@ -244,6 +250,55 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
       expect.objectContaining({ type: 'message.status', data: { agentId: other.id } }),
     ]);
     expect(bodies(strangerPath)).toEqual([]);
+  });
+
+  it('many events at once (the endpoints read once): each wanted delivery recorded and delivered once, a repeat none', async () => {
+    const org = await makeOrg(t.ctx);
+    const mine = await makeAgent(t.ctx, org.id);
+    const other = await makeAgent(t.ctx, org.id);
+    const [all, bound, received] = [path(), path(), path()];
+    const allEp = await createEndpoint(t.ctx.db, t.ctx.clock, { orgId: org.id, url: `${receiver.url}${all}` });
+    await createEndpoint(t.ctx.db, t.ctx.clock, { orgId: org.id, url: `${receiver.url}${bound}`, agentId: mine.id });
+    await createEndpoint(t.ctx.db, t.ctx.clock, {
+      orgId: org.id,
+      url: `${receiver.url}${received}`,
+      events: 'message.received',
+    });
+    const event = (agentId: string, n: number) => ({
+      id: eventId('message.status', `${org.id}-${n}`),
+      type: 'message.status' as const,
+      orgId: org.id,
+      agentId,
+      data: { n },
+      at: Date.now(),
+    });
+    const known = await enabledEndpointsOf(t.ctx.db, [org.id]);
+    expect(known).toHaveLength(3);
+    const made = await emitEvents(deps(), [event(mine.id, 1), event(other.id, 2), event(mine.id, 1)], known);
+    // 1 to both of the agent's status endpoints, 2 to the organization-wide one; the repeat to none.
+    expect(made).toHaveLength(3);
+    const rows = await Promise.all(made.map(delivery));
+    expect(
+      rows.map((r) => [r.endpoint_id === allEp.id ? 'all' : 'bound', JSON.parse(r.payload).data.n]).sort(),
+    ).toEqual([
+      ['all', 1],
+      ['all', 2],
+      ['bound', 1],
+    ]);
+    // Raised again (work that ran again): nothing new.
+    expect(await emitEvents(deps(), [event(mine.id, 1), event(other.id, 2)], known)).toEqual([]);
+    await t.ctx.jobs.drained([EVENT_DELIVERY_QUEUE]);
+    const got = (p: string) =>
+      receiver.received
+        .filter((r) => r.path === p)
+        .map((r) => JSON.parse(r.body).data.n)
+        .sort();
+    expect([got(all), got(bound), got(received)]).toEqual([[1, 2], [1], []]);
+    expect((await Promise.all(made.map(delivery))).map((r) => r.status)).toEqual([
+      'delivered',
+      'delivered',
+      'delivered',
+    ]);
   });
 
   it('410 disables the endpoint; redirects are not followed', async () => {

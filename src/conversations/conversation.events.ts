@@ -1,4 +1,4 @@
-import { type EventDeps, type EventEndpointOfOrg, emitEvent, eventId } from '../events/event.service.js';
+import { type EventDeps, type EventToEmit, emitEvent, eventId } from '../events/event.service.js';
 import type { ConversationTable } from './conversation.tables.js';
 
 /**
@@ -70,31 +70,25 @@ export function emitMessageReceived(
   });
 }
 
-/** `message.status`: the provider reported on an outbound message. */
-export function emitMessageStatus(
-  deps: EventDeps,
-  status: MessageStatusOfAgent,
-  /** The organization's enabled endpoints, when already read (see `emitEvent`). */
-  endpoints?: readonly EventEndpointOfOrg[],
-): Promise<string[]> {
-  return emitEvent(
-    deps,
-    {
-      id: eventId('message.status', `${status.messageId}\u0000${status.status}`),
-      type: 'message.status',
-      orgId: status.orgId,
+/**
+ * `message.status`, the provider reported on an outbound message: the event of a status (its ID
+ * derived from the message and the status), raised by `raiseMessageStatuses`.
+ */
+export function messageStatusEvent(status: MessageStatusOfAgent): EventToEmit {
+  return {
+    id: eventId('message.status', `${status.messageId}\u0000${status.status}`),
+    type: 'message.status',
+    orgId: status.orgId,
+    agentId: status.agentId,
+    at: status.at,
+    data: {
+      conversationId: status.conversationId,
       agentId: status.agentId,
-      at: status.at,
-      data: {
-        conversationId: status.conversationId,
-        agentId: status.agentId,
-        messageId: status.messageId,
-        status: status.status,
-        ...(status.error ? { error: status.error } : {}),
-      },
+      messageId: status.messageId,
+      status: status.status,
+      ...(status.error ? { error: status.error } : {}),
     },
-    endpoints,
-  );
+  };
 }
 
 /** What `message.status` says of a status of one of an agent's messages. */

@@ -1,6 +1,6 @@
-import { EVENT_DELIVERY_QUEUE, type EventDeps, enabledEndpointsOf } from '../events/event.service.js';
+import { EVENT_DELIVERY_QUEUE, type EventDeps, emitEvents, enabledEndpointsOf } from '../events/event.service.js';
 import type { StatusEvent } from '../messaging/message.repository.js';
-import { emitMessageStatus } from './conversation.events.js';
+import { messageStatusEvent } from './conversation.events.js';
 
 /**
  * Tells the agent of statuses of one of its messages (`message.status`, one event per status): from
@@ -19,24 +19,18 @@ export async function raiseMessageStatuses(
     .where('id', '=', id)
     .executeTakeFirst();
   if (!message) return;
-  for (const status of statuses) {
-    await emitMessageStatus(deps, {
-      orgId: message.org_id,
-      agentId: message.agent_id,
-      conversationId: message.conversation_id,
-      messageId: providerMessageId,
-      status: status.status,
-      error: status.status === 'failed' ? { code: status.errorCode, message: status.errorMessage } : null,
-      at: status.occurredAt,
-    });
-  }
+  const of = { orgId: message.org_id, agentId: message.agent_id, conversationId: message.conversation_id };
+  await raiseStatusesOfMessages(
+    deps,
+    statuses.map((event) => ({ message: of, providerMessageId, event })),
+  );
   deps.jobs.wake(EVENT_DELIVERY_QUEUE);
 }
 
 /**
  * `raiseMessageStatuses` for the statuses of many messages at once, whose organizations and agents
- * the caller knows: the organizations' endpoints read in one statement, a delivery recorded only
- * for an endpoint that wants the event. In the order given.
+ * the caller knows: the organizations' endpoints read in one statement, and the deliveries of all
+ * the events recorded together (`emitEvents`). In the order given.
  */
 export async function raiseStatusesOfMessages(
   deps: EventDeps,
@@ -51,19 +45,16 @@ export async function raiseStatusesOfMessages(
     statuses.map((s) => s.message.orgId),
   );
   if (endpoints.length === 0) return;
-  for (const { message, providerMessageId, event } of statuses) {
-    await emitMessageStatus(
-      deps,
-      {
-        orgId: message.orgId,
-        agentId: message.agentId,
-        conversationId: message.conversationId,
-        messageId: providerMessageId,
-        status: event.status,
-        error: event.status === 'failed' ? { code: event.errorCode, message: event.errorMessage } : null,
-        at: event.occurredAt,
-      },
-      endpoints,
-    );
-  }
+  const events = statuses.map(({ message, providerMessageId, event }) =>
+    messageStatusEvent({
+      orgId: message.orgId,
+      agentId: message.agentId,
+      conversationId: message.conversationId,
+      messageId: providerMessageId,
+      status: event.status,
+      error: event.status === 'failed' ? { code: event.errorCode, message: event.errorMessage } : null,
+      at: event.occurredAt,
+    }),
+  );
+  await emitEvents(deps, events, endpoints);
 }

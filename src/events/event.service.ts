@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import type { Clock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
+import type { EventDeliveryTable } from './event.tables.js';
 
 /** Every kind of event an endpoint can receive. */
 export const EVENT_TYPES = [
@@ -65,7 +66,7 @@ export interface EventEndpointOfOrg {
   readonly events: string;
 }
 
-/** The enabled event endpoints of these organizations, in one statement (for `emitEvent`'s `known`). */
+/** The enabled event endpoints of these organizations, in one statement (for `emitEvents`' `known`). */
 export async function enabledEndpointsOf(db: Kysely<DB>, orgIds: readonly string[]): Promise<EventEndpointOfOrg[]> {
   if (orgIds.length === 0) return [];
   return db
@@ -82,33 +83,43 @@ export async function enabledEndpointsOf(db: Kysely<DB>, orgIds: readonly string
  * in the caller's, `deps.db` being one): nothing raised is lost, and nothing is delivered twice
  * to an endpoint. Resolves with the deliveries made now.
  */
-export async function emitEvent(
+export function emitEvent(deps: EventDeps, event: EventToEmit): Promise<string[]> {
+  return emitEvents(deps, [event]);
+}
+
+/** Deliveries recorded by one statement at most (its parameters stay well under SQLite's limit). */
+const DELIVERIES_PER_INSERT = 500;
+
+/**
+ * `emitEvent` for many events at once, in one transaction (or the caller's): the deliveries of all
+ * of them recorded by one statement and their jobs stored by another. `known`: the enabled
+ * endpoints of every event's organization, when the caller has read them (else read per event).
+ */
+export async function emitEvents(
   deps: EventDeps,
-  event: EventToEmit,
-  /** The enabled endpoints of the event's organization, when the caller has read them already. */
+  events: readonly EventToEmit[],
   known?: readonly EventEndpointOfOrg[],
 ): Promise<string[]> {
+  if (events.length === 0) return [];
   const run = async (trx: Kysely<DB>) => {
-    const endpoints =
-      known?.filter((e) => e.org_id === event.orgId && (e.agent_id === null || e.agent_id === event.agentId)) ??
-      (await trx
-        .selectFrom('event_endpoints')
-        .select(['id', 'events'])
-        .where('org_id', '=', event.orgId)
-        .where('disabled_at', 'is', null)
-        .where((eb) => eb.or([eb('agent_id', 'is', null), eb('agent_id', '=', event.agentId)]))
-        .execute());
-    const wanted = endpoints.filter((e) => e.events === '*' || e.events.split(',').includes(event.type));
-    if (wanted.length === 0) return [];
     const now = deps.clock.now();
-    const payload = eventBody(event);
-    const made: string[] = [];
-    for (const endpoint of wanted) {
-      const id = newId('dlv');
-      const inserted = await trx
-        .insertInto('event_deliveries')
-        .values({
-          id,
+    const rows: Insertable<EventDeliveryTable>[] = [];
+    for (const event of events) {
+      const endpoints =
+        known?.filter((e) => e.org_id === event.orgId && (e.agent_id === null || e.agent_id === event.agentId)) ??
+        (await trx
+          .selectFrom('event_endpoints')
+          .select(['id', 'events'])
+          .where('org_id', '=', event.orgId)
+          .where('disabled_at', 'is', null)
+          .where((eb) => eb.or([eb('agent_id', 'is', null), eb('agent_id', '=', event.agentId)]))
+          .execute());
+      const wanted = endpoints.filter((e) => e.events === '*' || e.events.split(',').includes(event.type));
+      if (wanted.length === 0) continue;
+      const payload = eventBody(event);
+      for (const endpoint of wanted) {
+        rows.push({
+          id: newId('dlv'),
           endpoint_id: endpoint.id,
           org_id: event.orgId,
           event_id: event.id,
@@ -121,13 +132,25 @@ export async function emitEvent(
           created_at: now,
           updated_at: now,
           delivered_at: null,
-        })
-        .onConflict((oc) => oc.columns(['endpoint_id', 'event_id']).doNothing())
-        .executeTakeFirst();
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) continue;
-      await deps.jobs.enqueue<EventDeliveryJob>(EVENT_DELIVERY_QUEUE, { deliveryId: id }, { db: trx });
-      made.push(id);
+        });
+      }
     }
+    const made: string[] = [];
+    for (let i = 0; i < rows.length; i += DELIVERIES_PER_INSERT) {
+      // An event an endpoint already has (work that ran again) is recorded once.
+      const inserted = await trx
+        .insertInto('event_deliveries')
+        .values(rows.slice(i, i + DELIVERIES_PER_INSERT))
+        .onConflict((oc) => oc.columns(['endpoint_id', 'event_id']).doNothing())
+        .returning('id')
+        .execute();
+      for (const { id } of inserted) made.push(id);
+    }
+    await deps.jobs.enqueueMany<EventDeliveryJob>(
+      EVENT_DELIVERY_QUEUE,
+      made.map((deliveryId) => ({ deliveryId })),
+      { db: trx },
+    );
     return made;
   };
   const made = deps.db.isTransaction ? await run(deps.db) : await deps.db.transaction().execute(run);

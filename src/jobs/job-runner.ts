@@ -94,6 +94,8 @@ export interface JobStore {
   /** Prepares the store for these queues (tables, queue records). */
   init(queues: readonly string[]): Promise<void>;
   insert(queue: string, payload: unknown, attempt: number, runAt: number, db?: Kysely<DB>): Promise<string>;
+  /** First attempts of many jobs of one queue, due now, stored together (in `db`'s transaction when given). */
+  insertMany(queue: string, payloads: readonly unknown[], db?: Kysely<DB>): Promise<string[]>;
   claim(queue: string, limit: number, leaseMs: number): Promise<ClaimedJob[]>;
   /** Renews the lease of running jobs. */
   extend(queue: string, ids: readonly string[], leaseMs: number): Promise<void>;
@@ -188,6 +190,21 @@ export class JobRunner {
     // Inside a transaction the job is not visible yet; the next poll finds it.
     if (!options.db && !options.delayMs) this.wake(queue);
     return id;
+  }
+
+  /**
+   * Stores many jobs of one queue, due now, together (on PostgreSQL one statement); resolves once
+   * they are durable (or, with `db`, part of its transaction). Wakes this process's workers at once.
+   */
+  async enqueueMany<P>(
+    queue: string,
+    payloads: readonly P[],
+    options: Pick<EnqueueOptions, 'db'> = {},
+  ): Promise<string[]> {
+    if (payloads.length === 0) return [];
+    const ids = await this.options.store.insertMany(queue, payloads, options.db);
+    if (!options.db) this.wake(queue);
+    return ids;
   }
 
   /** Jobs by queue and state, dead letters included. */

@@ -123,6 +123,12 @@ export async function createPgBossStore(options: PgBossStoreOptions): Promise<Jo
       if (!id) throw new Error(`job store refused a job of queue "${queue}"`);
       return id;
     },
+    async insertMany(queue, payloads, trx) {
+      const jobs = payloads.map((p) => ({ id: randomUUID(), name: queue, data: { p, a: 1 } satisfies Envelope }));
+      if (trx) await boss.insert(jobs, { db: executorOf(trx) });
+      else await Promise.all(jobs.map((job) => inserts.add(job)));
+      return jobs.map((j) => j.id);
+    },
     async claim(queue, limit) {
       const jobs = await boss.fetch<Envelope>(queue, { batchSize: limit });
       return (jobs ?? []).map(

@@ -48,6 +48,11 @@ export function createSqliteJobStore(db: Kysely<DB>, clock: Clock): JobStore {
       }
       return id;
     },
+    async insertMany(queue, payloads, trx) {
+      const ids: string[] = [];
+      for (const payload of payloads) ids.push(await this.insert(queue, payload, 1, Date.now(), trx));
+      return ids;
+    },
     async claim(queue, limit, leaseMs) {
       const now = Date.now();
       const { rows } = await sql<{ id: string; queue: string; payload: string; attempt: number }>`
