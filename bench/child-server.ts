@@ -222,7 +222,7 @@ export async function parleyJson<T>(dist: boolean | string, argv: string[], env:
 export async function seedSendingTenant(
   dist: boolean | string,
   env: Record<string, string>,
-): Promise<{ key: string; phoneNumberId: string }> {
+): Promise<{ key: string; phoneNumberId: string; orgId: string; agentId: string }> {
   const org = await parleyJson<{ id: string }>(dist, ['org', 'create', '--name', 'Bench', '--plan', 'paid'], env);
   const phone = `+1650${2 + Math.floor(Math.random() * 8)}${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
   const agent = await parleyJson<{ id: string }>(
@@ -249,7 +249,7 @@ export async function seedSendingTenant(
     env,
   );
   const numbers = await parleyJson<{ phoneNumberId: string }[]>(dist, ['number', 'list', '--org', org.id], env);
-  return { key: created.key, phoneNumberId: numbers[0]?.phoneNumberId ?? '' };
+  return { key: created.key, phoneNumberId: numbers[0]?.phoneNumberId ?? '', orgId: org.id, agentId: agent.id };
 }
 
 /** The webhook app secret the messaging benchmarks give Parley, so they can sign bodies themselves. */

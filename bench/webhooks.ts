@@ -6,6 +6,7 @@
  *   node --import tsx bench/webhooks.ts                  # 10 s per run, 50 connections
  *   node --import tsx bench/webhooks.ts --duration 3     # smoke run
  *   npm run build && node --import tsx bench/webhooks.ts --dist
+ *   node --import tsx bench/webhooks.ts --dist --dialects postgres --event-endpoint
  *
  * Parley (`parley serve`) sends `--messages` templates through a separate sandbox first, whose
  * own status webhooks are discarded; the load then posts sent, delivered and read statuses of
@@ -13,10 +14,15 @@
  * they are duplicates, which Parley must also acknowledge and ignore). Afterwards a sample of the
  * messages is read back through GET /api/messages to check the statuses were applied, waiting (up
  * to 2 minutes) for the job runner to work off what the run acknowledged; how long that took is
- * reported too, as is the time until no job is left at all (`parley jobs list`).
+ * reported too, as is the time until no job is left at all (`parley jobs list`). With
+ * `--event-endpoint` the agent has an endpoint for `message.status` (a receiver in this process),
+ * so each status applied also records an event delivery, which counts as a job until delivered;
+ * the events received are counted (one per message and status: 3 × `--messages`).
  */
 import type { ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import {
@@ -44,6 +50,7 @@ const { values: args } = parseArgs({
     dist: { type: 'boolean', default: false },
     cli: { type: 'string' },
     dialects: { type: 'string' },
+    'event-endpoint': { type: 'boolean', default: false },
   },
 });
 const DURATION = Number(args.duration);
@@ -85,6 +92,28 @@ function statusBody(phoneNumberId: string, wamid: string, status: string, at: nu
   });
 }
 
+/** A node:http receiver of event deliveries: answers 200, notes each event's ID once. */
+async function startEventReceiver(): Promise<{ url: string; ids: Set<string>; close: () => Promise<void> }> {
+  const ids = new Set<string>();
+  const server = createServer((req, res) => {
+    const id = req.headers['webhook-id'];
+    if (typeof id === 'string') ids.add(id);
+    req.resume();
+    req.on('end', () => res.writeHead(200).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/events`,
+    ids,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 interface Row {
   target: string;
   rps: number;
@@ -98,9 +127,19 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]
   const parleyPort = await freePort();
   const { env, cleanup } = messagingBenchEnv(dialect, 'wh', `http://127.0.0.1:${sandboxPort}`);
   const children: ChildProcess[] = [];
+  // --event-endpoint: the agent's endpoint for message.status, a receiver in this process.
+  const receiver = args['event-endpoint'] ? await startEventReceiver() : undefined;
   try {
     log(`${dialect}: seeding an organization, an agent with a number and a key`);
-    const { key, phoneNumberId } = await seedSendingTenant(BUILD, env);
+    const { key, phoneNumberId, orgId, agentId } = await seedSendingTenant(BUILD, env);
+    if (receiver) {
+      env.PARLEY_WEBHOOK_ALLOW_PRIVATE = 'true';
+      await parleyJson(
+        BUILD,
+        ['endpoint', 'create', '--org', orgId, '--agent', agentId, '--url', receiver.url, '--events', 'message.status'],
+        env,
+      );
+    }
 
     const baseline = await startBaseline();
     children.push(baseline.child);
@@ -216,9 +255,11 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]
       left === 0
         ? `the ${r.requests.total} acknowledged applied ${drained} s after the run`
         : `${left} jobs left after ${drained} s`;
-    return { rows, applied: `${applied}/${sample.length} after ${waited} s; ${backlog}` };
+    const events = receiver ? `; ${receiver.ids.size} message.status events received by the agent's endpoint` : '';
+    return { rows, applied: `${applied}/${sample.length} after ${waited} s; ${backlog}${events}` };
   } finally {
     for (const child of children.reverse()) await stopChild(child);
+    await receiver?.close();
     await cleanup();
   }
 }
