@@ -286,39 +286,58 @@ export interface StatusTargetOfAgent {
   readonly conversationId: string | null;
 }
 
+const onPostgres = (db: Kysely<DB>) => db.getExecutor().adapter instanceof PostgresAdapter;
+
+/**
+ * The statements of a batch of statuses take their rows as arrays: on PostgreSQL one array per
+ * column (`unnest`), on SQLite one JSON array of rows (`json_each`), both in the order given.
+ */
+const rowsParameter = (db: Kysely<DB>, columns: readonly (readonly unknown[])[]): unknown[] =>
+  onPostgres(db) ? [...columns] : [JSON.stringify((columns[0] ?? []).map((_, i) => columns.map((c) => c[i])))];
+
+/** `v.value`'s column `n` on SQLite. */
+const at = (n: number) => sql.raw(`json_extract(v.value, '$[${n}]')`);
+
 const lockMessagesByProviderIdQuery = precompiled<{
-  i: string;
+  i: string | number;
   id: string;
   org_id: string;
   agent_id: string;
   conversation_id: string | null;
 }>((db) => ({
   compile: () =>
-    sql`select v.i, m.id, m.org_id, m.agent_id, m.conversation_id
-      from unnest((select ${slot<string[]>(0)}::text[]), (select ${slot<(string | null)[]>(1)}::text[]))
-        with ordinality as v(provider_message_id, phone_number_id, i)
-      join messages m on m.provider_message_id = v.provider_message_id
-      where v.phone_number_id is null or exists (
-        select 1 from messaging_numbers n where n.id = m.number_id and n.phone_number_id = v.phone_number_id)
-      order by m.id
-      for update of m`.compile(db),
+    (onPostgres(db)
+      ? sql`select v.i, m.id, m.org_id, m.agent_id, m.conversation_id
+          from unnest((select ${slot<string[]>(0)}::text[]), (select ${slot<(string | null)[]>(1)}::text[]))
+            with ordinality as v(provider_message_id, phone_number_id, i)
+          join messages m on m.provider_message_id = v.provider_message_id
+          where v.phone_number_id is null or exists (
+            select 1 from messaging_numbers n where n.id = m.number_id and n.phone_number_id = v.phone_number_id)
+          order by m.id
+          for update of m`
+      : sql`select v.key + 1 as i, m.id, m.org_id, m.agent_id, m.conversation_id
+          from json_each(${slot<string>(0)}) v
+          join messages m on m.provider_message_id = ${at(0)}
+          where ${at(1)} is null or exists (
+            select 1 from messaging_numbers n where n.id = m.number_id and n.phone_number_id = ${at(1)})`
+    ).compile(db),
 }));
 
 /**
- * PostgreSQL, in a transaction: the messages of many statuses by provider ID (scoped to the number
- * a status names, as `findMessageForStatus`), in one statement, each locked, in the order of their
- * IDs, so that two transactions doing this for overlapping messages wait for each other instead of
- * deadlocking. Answers, in the order asked, each status's message or undefined (not found by
- * provider ID).
+ * In a transaction: the messages of many statuses by provider ID (scoped to the number a status
+ * names, as `findMessageForStatus`), in one statement. On PostgreSQL each is locked, in the order
+ * of their IDs, so that two transactions doing this for overlapping messages wait for each other
+ * instead of deadlocking (SQLite has one writer at a time). Answers, in the order asked, each
+ * status's message or undefined (not found by provider ID).
  */
 export async function lockMessagesForStatuses(
   trx: Kysely<DB>,
   statuses: readonly { readonly providerMessageId: string; readonly phoneNumberId: string | undefined }[],
 ): Promise<(StatusTargetOfAgent | undefined)[]> {
-  const { rows } = await lockMessagesByProviderIdQuery(trx, [
-    statuses.map((s) => s.providerMessageId),
-    statuses.map((s) => s.phoneNumberId ?? null),
-  ]);
+  const { rows } = await lockMessagesByProviderIdQuery(
+    trx,
+    rowsParameter(trx, [statuses.map((s) => s.providerMessageId), statuses.map((s) => s.phoneNumberId ?? null)]),
+  );
   const found: (StatusTargetOfAgent | undefined)[] = statuses.map(() => undefined);
   for (const row of rows) {
     found[Number(row.i) - 1] = {
@@ -337,28 +356,47 @@ const STATUS_ARRAYS = sql`(select ${slot<string[]>(0)}::text[]), (select ${slot<
 
 const insertStatusesQuery = precompiled((db) => ({
   compile: () =>
-    sql`insert into message_statuses (message_id, status, occurred_at, received_at, error_code, error_message)
-      select * from unnest(${STATUS_ARRAYS})
-      on conflict (message_id, status) do nothing`.compile(db),
+    (onPostgres(db)
+      ? sql`insert into message_statuses (message_id, status, occurred_at, received_at, error_code, error_message)
+          select * from unnest(${STATUS_ARRAYS})
+          on conflict (message_id, status) do nothing`
+      : sql`insert into message_statuses (message_id, status, occurred_at, received_at, error_code, error_message)
+          select ${at(0)}, ${at(1)}, ${at(2)}, ${at(3)}, ${at(4)}, ${at(5)} from json_each(${slot<string>(0)}) v where true
+          on conflict (message_id, status) do nothing`
+    ).compile(db),
 }));
 
 const moveStatusesQuery = precompiled((db) => ({
   compile: () =>
-    sql`update messages m set status = v.status, status_rank = v.rank, updated_at = v.received_at,
-        error_code = case when v.status = 'failed' then v.error_code else m.error_code end,
-        error_message = case when v.status = 'failed' then v.error_message else m.error_message end
-      from (
-        select distinct on (u.id) u.id, u.status, u.rank, u.received_at, u.error_code, u.error_message
-        from unnest(${STATUS_ARRAYS}, (select ${slot<number[]>(6)}::integer[]))
-          with ordinality as u(id, status, occurred_at, received_at, error_code, error_message, rank, i)
-        order by u.id, u.rank desc, u.i
-      ) v
-      where m.id = v.id and m.status_rank < v.rank`.compile(db),
+    (onPostgres(db)
+      ? sql`update messages m set status = v.status, status_rank = v.rank, updated_at = v.received_at,
+            error_code = case when v.status = 'failed' then v.error_code else m.error_code end,
+            error_message = case when v.status = 'failed' then v.error_message else m.error_message end
+          from (
+            select distinct on (u.id) u.id, u.status, u.rank, u.received_at, u.error_code, u.error_message
+            from unnest(${STATUS_ARRAYS}, (select ${slot<number[]>(6)}::integer[]))
+              with ordinality as u(id, status, occurred_at, received_at, error_code, error_message, rank, i)
+            order by u.id, u.rank desc, u.i
+          ) v
+          where m.id = v.id and m.status_rank < v.rank`
+      : sql`update messages set status = v.status, status_rank = v.rank, updated_at = v.received_at,
+            error_code = case when v.status = 'failed' then v.error_code else messages.error_code end,
+            error_message = case when v.status = 'failed' then v.error_message else messages.error_message end
+          from (
+            select id, status, rank, received_at, error_code, error_message from (
+              select ${at(0)} as id, ${at(1)} as status, ${at(3)} as received_at, ${at(4)} as error_code,
+                ${at(5)} as error_message, ${at(6)} as rank,
+                row_number() over (partition by ${at(0)} order by ${at(6)} desc, v.key) as n
+              from json_each(${slot<string>(0)}) v
+            ) where n = 1
+          ) as v
+          where messages.id = v.id and messages.status_rank < v.rank`
+    ).compile(db),
 }));
 
 /**
- * PostgreSQL: `applyStatus` for many statuses in two statements, with the same outcome as applying
- * them one after the other in the order given: each (message, status) is recorded once (its first
+ * `applyStatus` for many statuses in two statements, with the same outcome as applying them one
+ * after the other in the order given: each (message, status) is recorded once (its first
  * occurrence), and each message moves to the highest status given if that is above its own
  * (`failed` bringing its error), its `updated_at` that status's receipt time.
  */
@@ -367,7 +405,7 @@ export async function applyStatuses(
   statuses: readonly { readonly messageId: string; readonly event: StatusEvent }[],
 ): Promise<void> {
   if (statuses.length === 0) return;
-  const arrays = [
+  const columns = [
     statuses.map((s) => s.messageId),
     statuses.map((s) => s.event.status),
     statuses.map((s) => s.event.occurredAt),
@@ -375,8 +413,8 @@ export async function applyStatuses(
     statuses.map((s) => s.event.errorCode),
     statuses.map((s) => s.event.errorMessage),
   ];
-  await insertStatusesQuery(db, arrays);
-  await moveStatusesQuery(db, [...arrays, statuses.map((s) => STATUS_RANK[s.event.status])]);
+  await insertStatusesQuery(db, rowsParameter(db, columns));
+  await moveStatusesQuery(db, rowsParameter(db, [...columns, statuses.map((s) => STATUS_RANK[s.event.status])]));
 }
 
 export async function storePendingStatus(

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { joinInbound } from '../conversations/inbound.js';
 import { raiseMessageStatuses, raiseStatusesOfMessages } from '../conversations/status-events.js';
-import { onPostgresPool, precompiled, slot } from '../db/precompiled.js';
+import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import { findEndUserById } from '../end-users/end-user.repository.js';
 import { recordInboundEndUser } from '../end-users/end-user.service.js';
@@ -236,7 +236,7 @@ interface Applied {
 
 type TaskOutcome = 'applied' | 'unrouted';
 
-/** Bodies of statuses applied together on PostgreSQL, and how many such batches run at once per process. */
+/** Bodies of statuses applied together, and how many such batches run at once per process. */
 const STATUS_BATCH = 100;
 const STATUS_BATCH_CONCURRENCY = 4;
 
@@ -246,7 +246,7 @@ export interface WebhookProcessorOptions {
   /** The job runner whose `provider-webhook` queue applies received bodies (the server's). */
   readonly jobs?: JobRunner;
   readonly retryDelaysMs?: readonly number[];
-  /** Bodies applied at once in one process. */
+  /** Batches of bodies applied at once in one process. */
   readonly concurrency?: number;
   /** Idle time after which a conversation is closed (an inbound message then opens a new one). */
   readonly conversationIdleMs?: number;
@@ -284,20 +284,15 @@ export class WebhookProcessor {
       const processor = this;
       this.jobs.define<ProviderWebhookJob>({
         name: PROVIDER_WEBHOOK_QUEUE,
-        concurrency: options.concurrency ?? 8,
         // Read at each failure, so a change (tests shorten it) applies to bodies already queued.
         get retryDelaysMs() {
           return processor.retryDelaysMs;
         },
         handler: (payload, job) => this.handle(payload, job),
         onLastFailure: (payload, job, err) => this.keepFailed(job.id, payload, job.attempt, err),
-        // On PostgreSQL, bodies of statuses go in batches, one transaction (one commit) for many.
-        ...(this.jobs.kind === 'pg-boss'
-          ? {
-              concurrency: STATUS_BATCH_CONCURRENCY,
-              batch: { size: STATUS_BATCH, handler: (jobs) => this.applyStatusBatch(jobs) },
-            }
-          : {}),
+        // Bodies of statuses go in batches: one transaction (one commit) and a few statements for many.
+        concurrency: options.concurrency ?? STATUS_BATCH_CONCURRENCY,
+        batch: { size: STATUS_BATCH, handler: (jobs) => this.applyStatusBatch(jobs) },
       });
     }
   }
@@ -329,10 +324,10 @@ export class WebhookProcessor {
   /**
    * Bodies holding statuses alone, applied in one transaction (the same outcome as one by one);
    * resolves with their job IDs. A body with an inbound message is left to run on its own (it has
-   * waiters, a transaction of its own and an end user to record). On PostgreSQL the whole batch is a
-   * few statements (`lockMessagesForStatuses`, `applyStatuses`, `raiseStatusesOfMessages`), the
-   * messages locked in the order of their IDs so that two batches touching the same messages wait
-   * for each other instead of deadlocking. Anything failing rolls the batch back, and each body then
+   * waiters, a transaction of its own and an end user to record). The whole batch is a few
+   * statements (`lockMessagesForStatuses`, `applyStatuses`, `raiseStatusesOfMessages`); on
+   * PostgreSQL the messages are locked in the order of their IDs so that two batches touching the
+   * same messages wait for each other instead of deadlocking. Anything failing rolls the batch back, and each body then
    * runs on its own. So does a body with a status for a message not found by its provider ID: a
    * pending status must be committed before the message is looked up again (a send reads pending
    * statuses after committing its acceptance), and inside the batch it would not be; a status that
@@ -360,14 +355,8 @@ export class WebhookProcessor {
       );
     const onTheirOwn = new Set<string>();
     await this.db.transaction().execute(async (trx) => {
-      if (!onPostgresPool(this.db)) {
-        for (const { body, task } of tasks) {
-          if ((await this.applyStatusTask(task, trx)) === 'unfound') onTheirOwn.add(body);
-        }
-        return;
-      }
-      // PostgreSQL: the batch's statements, whatever its size (the messages, locked in the order of
-      // their IDs; the statuses; the moves; the endpoints of the events), instead of five a status.
+      // The batch's statements, whatever its size (the messages, on PostgreSQL locked in the order
+      // of their IDs; the statuses; the moves; the endpoints and deliveries of the events).
       const messages = await lockMessagesForStatuses(
         trx,
         tasks.map(({ task }) => task),
@@ -639,20 +628,10 @@ export class WebhookProcessor {
     }
   }
 
-  /**
-   * Applies one status, through `db` (a batch's transaction, or the database itself). In a batch, a
-   * status for a message not found is not stored: 'unfound'.
-   */
-  private async applyStatusTask(task: Extract<Task, { kind: 'status' }>): Promise<TaskOutcome>;
-  private async applyStatusTask(
-    task: Extract<Task, { kind: 'status' }>,
-    db: Kysely<DB>,
-  ): Promise<TaskOutcome | 'unfound'>;
-  private async applyStatusTask(
-    task: Extract<Task, { kind: 'status' }>,
-    db: Kysely<DB> = this.db,
-  ): Promise<TaskOutcome | 'unfound'> {
-    if (db === this.db) await this.purgePending();
+  /** Applies one status (a body's own run; a batch applies its statuses together, see applyStatusBatch). */
+  private async applyStatusTask(task: Extract<Task, { kind: 'status' }>): Promise<TaskOutcome> {
+    await this.purgePending();
+    const db = this.db;
     const { providerMessageId, phoneNumberId } = task;
     const found = await findMessageForStatus(db, providerMessageId, task.callbackData, phoneNumberId);
     if (found) {
@@ -668,8 +647,6 @@ export class WebhookProcessor {
       }
       return 'applied';
     }
-    // In a batch's transaction: left for the body's own run (see applyStatusBatch).
-    if (db !== this.db) return 'unfound';
     await storePendingStatus(db, providerMessageId, task.event, phoneNumberId);
     // The send may have stored its provider ID between our lookup and the insert above.
     const late = await findMessageForStatus(db, providerMessageId, undefined, phoneNumberId);
