@@ -12,13 +12,17 @@
  * the 24-hour window does not matter, and the rate limits are raised out of the way. The sandbox's
  * status webhooks go to Parley (three per send, as the provider would) unless `--no-statuses`
  * (then no sandbox sends any: PARLEY_SANDBOX_STATUSES=false); the sandbox measured directly is a
- * second process whose webhooks go to the baseline.
+ * second process whose webhooks go to the baseline. With statuses on, the time from the end of
+ * Parley's load run until every message sent has its three statuses applied is reported too (the
+ * backlog a burst of sends leaves, read from Parley's database, up to 5 minutes).
  * "Added by Parley" is Parley's latency minus the sandbox's, measured one request at a time, after
  * the load run (so on servers whose code is compiled, as they are after their first minute).
  */
 import type { ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
+import { loadConfig } from '../src/config.js';
+import { openDatabase, sql } from '../src/db/database.js';
 import {
   type AutocannonOptions,
   type AutocannonResult,
@@ -29,6 +33,7 @@ import {
   freePort,
   log,
   messagingBenchEnv,
+  PG_BENCH_SECRETS,
   postgresCpuMs,
   quantile,
   seedSendingTenant,
@@ -94,6 +99,41 @@ interface Row {
   /** CPU µs per request during the load run: the server measured, and PostgreSQL's processes. */
   cpuUs: number;
   pgCpuUs: number;
+  /** Statuses on, Parley: when the statuses of every message sent so far were applied. */
+  statuses?: StatusDrain;
+}
+
+interface StatusDrain {
+  readonly messages: number;
+  readonly statuses: number;
+  /** Seconds from the end of the load run until all were applied; undefined when not in 5 minutes. */
+  readonly afterS: number | undefined;
+}
+
+/**
+ * Statuses on: waits (up to 5 minutes, reading Parley's database) until every message the provider
+ * accepted has its three statuses, the sandbox having posted them and Parley applied them.
+ */
+async function waitForStatuses(env: Record<string, string>): Promise<StatusDrain> {
+  const region = loadConfig({}, { ...env, ...(env.DATABASE_URL ? PG_BENCH_SECRETS : {}) }).regions[0];
+  if (!region) throw new Error('no region');
+  const database = await openDatabase(region.database, { poolSize: 1 });
+  const started = Date.now();
+  try {
+    for (;;) {
+      const { rows } = await sql<{ messages: number | string; statuses: number | string }>`
+        select (select count(*) from messages where provider_message_id is not null) as messages,
+          (select count(*) from message_statuses) as statuses`.execute(database.db);
+      const messages = Number(rows[0]?.messages ?? 0);
+      const statuses = Number(rows[0]?.statuses ?? 0);
+      const waited = (Date.now() - started) / 1000;
+      if (statuses >= 3 * messages) return { messages, statuses, afterS: waited };
+      if (waited > 300) return { messages, statuses, afterS: undefined };
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    await database.close();
+  }
 }
 
 async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
@@ -209,6 +249,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
       });
       const perRequest = (ms: number) => (ms * 1000) / Math.max(1, r.requests.total);
       const cpu = { server: perRequest(cpuMs(t.pid) - cpu0.server), pg: perRequest(postgresCpuMs() - cpu0.pg) };
+      const statuses = t.target.startsWith('Parley') && !args['no-statuses'] ? await waitForStatuses(env) : undefined;
       // One at a time after the load, on a warm server (its code compiled), as a server runs for days.
       const seq = await sequential(t.url, { headers: t.headers, bodies: t.bodies });
       rows.push({
@@ -221,6 +262,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
         seqP99: seq.p99,
         cpuUs: cpu.server,
         pgCpuUs: cpu.pg,
+        ...(statuses ? { statuses } : {}),
       });
     }
     return rows;
@@ -259,4 +301,14 @@ for (const [i, rows] of all.entries()) {
   console.log(
     `| ${dialects[i]} | ${f(parley.rps)} | ${((100 * parley.rps) / sandbox.rps).toFixed(0)} % | ${f(parley.seqP50 - sandbox.seqP50)} | ${f(parley.seqP99 - sandbox.seqP99)} |`,
   );
+}
+if (!args['no-statuses']) {
+  console.log('\n| database | messages accepted | statuses applied | all applied after the run |');
+  console.log('| - | -: | -: | -: |');
+  for (const [i, rows] of all.entries()) {
+    const drain = rows[2]?.statuses;
+    if (!drain) continue;
+    const after = drain.afterS === undefined ? 'not in 5 minutes' : `${drain.afterS.toFixed(1)} s`;
+    console.log(`| ${dialects[i]} | ${drain.messages} | ${drain.statuses} | ${after} |`);
+  }
 }
