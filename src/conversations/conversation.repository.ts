@@ -1,6 +1,6 @@
-import { type Kysely, PostgresAdapter, type QueryCreator, sql } from 'kysely';
+import { type Kysely, type QueryCreator, sql } from 'kysely';
 import { byIdWithKeyEpoch } from '../db/by-id-with-key-epoch.js';
-import { precompiled, slot } from '../db/precompiled.js';
+import { isPostgres, precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import { MESSAGE_COLUMN_TYPES, MESSAGE_COLUMNS } from '../messaging/message.repository.js';
 import type { MessageTable } from '../messaging/messaging.tables.js';
@@ -328,7 +328,7 @@ export async function listThreadRows(
   // ordered and compared in byte order too (COLLATE "C"): a linguistic collation (en_US, say) orders
   // `msg_a…` and `msg_B…` the other way round, and a page boundary between two messages of the same
   // millisecond would then skip or repeat one. SQLite compares text in byte order already.
-  const pg = db.getExecutor().adapter instanceof PostgresAdapter;
+  const pg = isPostgres(db);
   const bytes = (column: 'id' | 'provider_message_id') =>
     pg ? sql<string>`${sql.ref(column)} collate "C"` : sql<string>`${sql.ref(column)}`;
   let out = db

@@ -1,13 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresAdapter, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type pgTypes from 'pg';
 import type { Logger } from 'pino';
 import { ConfigError, type DatabaseConfig } from '../config.js';
 import { startCheckpointer } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
-import { usePgStatements, useSqliteStatements } from './precompiled.js';
+import { isPostgres, usePgStatements, useSqliteStatements } from './precompiled.js';
 import type { DB } from './schema.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -173,7 +173,7 @@ export async function describePgUrl(url: string): Promise<string> {
  * then fail to use them through its own search_path.
  */
 async function currentPostgresSchema(db: Kysely<DB>): Promise<string | undefined> {
-  if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return undefined;
+  if (!isPostgres(db)) return undefined;
   const { rows } = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db);
   return rows[0]?.schema ?? undefined;
 }

@@ -1,5 +1,5 @@
 import type SQLite from 'better-sqlite3';
-import type { Compilable, CompiledQuery, Kysely, QueryResult } from 'kysely';
+import { type Compilable, type CompiledQuery, type Kysely, PostgresAdapter, type QueryResult } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { PerTurn } from './per-turn.js';
 
@@ -216,6 +216,9 @@ export function batchedReads<I, O>(
   const onSqlite = perTurn(one, (db, items) => Promise.all(items.map((i) => one(db, i))));
   return (db, item) => (sqliteHandles.has(db) ? onSqlite(db, item) : onPostgres(db, item));
 }
+
+/** Whether this database (or transaction) is PostgreSQL's. */
+export const isPostgres = (db: Kysely<DB>): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
 
 /** Whether precompiled queries on this database go to a PostgreSQL pool (not a transaction, not SQLite). */
 export const onPostgresPool = (db: Kysely<DB>): boolean => pgPools.has(db);

@@ -1,6 +1,6 @@
-import { type ExpressionBuilder, type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
+import { type ExpressionBuilder, type Kysely, sql, type Transaction } from 'kysely';
 import { byIdWithKeyEpoch } from '../db/by-id-with-key-epoch.js';
-import { precompiled, slot } from '../db/precompiled.js';
+import { isPostgres, precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { EndUser } from './end-user.model.js';
 import type { EndUserTable } from './end-user.table.js';
@@ -56,8 +56,6 @@ export async function withWriteRetry<T>(write: () => Promise<T>): Promise<T> {
     }
   }
 }
-
-export const isPostgres = (db: Db): boolean => db.getExecutor().adapter instanceof PostgresAdapter;
 
 function parseJson<T>(text: string, fallback: T): T {
   try {

@@ -1,7 +1,7 @@
-import { type Kysely, PostgresAdapter, type Selectable, sql } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { jsonArrayFrom as pgJsonArrayFrom } from 'kysely/helpers/postgres';
 import { jsonArrayFrom as sqliteJsonArrayFrom } from 'kysely/helpers/sqlite';
-import { batchedOnPostgres, batchedReads, precompiled, slot } from '../db/precompiled.js';
+import { batchedOnPostgres, batchedReads, isPostgres, precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { MessageStatusTable, MessageTable } from './messaging.tables.js';
 
@@ -286,14 +286,12 @@ export interface StatusTargetOfAgent {
   readonly conversationId: string | null;
 }
 
-const onPostgres = (db: Kysely<DB>) => db.getExecutor().adapter instanceof PostgresAdapter;
-
 /**
  * The statements of a batch of statuses take their rows as arrays: on PostgreSQL one array per
  * column (`unnest`), on SQLite one JSON array of rows (`json_each`), both in the order given.
  */
 const rowsParameter = (db: Kysely<DB>, columns: readonly (readonly unknown[])[]): unknown[] =>
-  onPostgres(db) ? [...columns] : [JSON.stringify((columns[0] ?? []).map((_, i) => columns.map((c) => c[i])))];
+  isPostgres(db) ? [...columns] : [JSON.stringify((columns[0] ?? []).map((_, i) => columns.map((c) => c[i])))];
 
 /** `v.value`'s column `n` on SQLite. */
 const at = (n: number) => sql.raw(`json_extract(v.value, '$[${n}]')`);
@@ -306,7 +304,7 @@ const lockMessagesByProviderIdQuery = precompiled<{
   conversation_id: string | null;
 }>((db) => ({
   compile: () =>
-    (onPostgres(db)
+    (isPostgres(db)
       ? sql`select v.i, m.id, m.org_id, m.agent_id, m.conversation_id
           from unnest((select ${slot<string[]>(0)}::text[]), (select ${slot<(string | null)[]>(1)}::text[]))
             with ordinality as v(provider_message_id, phone_number_id, i)
@@ -356,7 +354,7 @@ const STATUS_ARRAYS = sql`(select ${slot<string[]>(0)}::text[]), (select ${slot<
 
 const insertStatusesQuery = precompiled((db) => ({
   compile: () =>
-    (onPostgres(db)
+    (isPostgres(db)
       ? sql`insert into message_statuses (message_id, status, occurred_at, received_at, error_code, error_message)
           select * from unnest(${STATUS_ARRAYS})
           on conflict (message_id, status) do nothing`
@@ -368,7 +366,7 @@ const insertStatusesQuery = precompiled((db) => ({
 
 const moveStatusesQuery = precompiled((db) => ({
   compile: () =>
-    (onPostgres(db)
+    (isPostgres(db)
       ? sql`update messages m set status = v.status, status_rank = v.rank, updated_at = v.received_at,
             error_code = case when v.status = 'failed' then v.error_code else m.error_code end,
             error_message = case when v.status = 'failed' then v.error_message else m.error_message end
@@ -560,9 +558,7 @@ export type MessageRead = Pick<MessageTable, (typeof MESSAGE_READ_COLUMNS)[numbe
  */
 const messageQuery = (column: 'id' | 'provider_message_id') =>
   precompiled((db) => {
-    const jsonArrayFrom = (
-      db.getExecutor().adapter instanceof PostgresAdapter ? pgJsonArrayFrom : sqliteJsonArrayFrom
-    ) as typeof pgJsonArrayFrom;
+    const jsonArrayFrom = (isPostgres(db) ? pgJsonArrayFrom : sqliteJsonArrayFrom) as typeof pgJsonArrayFrom;
     return db
       .selectFrom('key_epoch')
       .leftJoin('messages', (join) =>
