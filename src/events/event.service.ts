@@ -93,7 +93,7 @@ const DELIVERIES_PER_INSERT = 500;
 /**
  * `emitEvent` for many events at once, in one transaction (or the caller's): the deliveries of all
  * of them recorded by one statement and their jobs stored by another. `known`: the enabled
- * endpoints of every event's organization, when the caller has read them (else read per event).
+ * endpoints of every event's organization, when the caller has read them (else read here, once).
  */
 export async function emitEvents(
   deps: EventDeps,
@@ -103,18 +103,21 @@ export async function emitEvents(
   if (events.length === 0) return [];
   const run = async (trx: Kysely<DB>) => {
     const now = deps.clock.now();
+    const endpoints =
+      known ??
+      (await enabledEndpointsOf(
+        trx,
+        events.map((e) => e.orgId),
+      ));
     const rows: Insertable<EventDeliveryTable>[] = [];
     for (const event of events) {
-      const endpoints =
-        known?.filter((e) => e.org_id === event.orgId && (e.agent_id === null || e.agent_id === event.agentId)) ??
-        (await trx
-          .selectFrom('event_endpoints')
-          .select(['id', 'events'])
-          .where('org_id', '=', event.orgId)
-          .where('disabled_at', 'is', null)
-          .where((eb) => eb.or([eb('agent_id', 'is', null), eb('agent_id', '=', event.agentId)]))
-          .execute());
-      const wanted = endpoints.filter((e) => e.events === '*' || e.events.split(',').includes(event.type));
+      // The organization's endpoints not bound to another agent, subscribed to the event's type.
+      const wanted = endpoints.filter(
+        (e) =>
+          e.org_id === event.orgId &&
+          (e.agent_id === null || e.agent_id === event.agentId) &&
+          (e.events === '*' || e.events.split(',').includes(event.type)),
+      );
       if (wanted.length === 0) continue;
       const payload = eventBody(event);
       for (const endpoint of wanted) {

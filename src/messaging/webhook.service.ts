@@ -327,11 +327,12 @@ export class WebhookProcessor {
    * waiters, a transaction of its own and an end user to record). The whole batch is a few
    * statements (`lockMessagesForStatuses`, `applyStatuses`, `raiseStatusesOfMessages`); on
    * PostgreSQL the messages are locked in the order of their IDs so that two batches touching the
-   * same messages wait for each other instead of deadlocking. Anything failing rolls the batch back, and each body then
-   * runs on its own. So does a body with a status for a message not found by its provider ID: a
-   * pending status must be committed before the message is looked up again (a send reads pending
-   * statuses after committing its acceptance), and inside the batch it would not be; a status that
-   * brings the ID of a send that never learnt it is adopted on the body's own run.
+   * same messages wait for each other instead of deadlocking. Anything failing rolls the batch
+   * back, and each body then runs on its own. So does a body with a status for a message not found
+   * by its provider ID: a pending status must be committed before the message is looked up again
+   * (a send reads pending statuses after committing its acceptance), and inside the batch it would
+   * not be; a status that brings the ID of a send that never learnt it is adopted on the body's own
+   * run.
    */
   async applyStatusBatch(
     jobs: readonly { readonly payload: ProviderWebhookJob; readonly job: JobInfo }[],
