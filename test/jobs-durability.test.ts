@@ -3,7 +3,14 @@ import { PROVIDER_WEBHOOK_QUEUE } from '../src/messaging/webhook.service.js';
 import { randomBase62 } from '../src/shared/ids.js';
 import { createTestApp, type TestApp } from './helpers/app.js';
 import { freePort, startServe } from './helpers/cli.js';
-import { failWrites, inboundPayload, makeSendingTenant, randomPhone, signedWebhook } from './helpers/messaging.js';
+import {
+  failWrites,
+  inboundPayload,
+  makeSendingTenant,
+  randomPhone,
+  signedWebhook,
+  statusPayload,
+} from './helpers/messaging.js';
 import { until } from './helpers/wait.js';
 
 /**
@@ -77,6 +84,85 @@ describe('jobs survive kill -9 (SQLite)', () => {
         .where('provider_message_id', '=', messageId)
         .execute();
       expect(stored).toEqual([{ from_phone: from, text: 'still there?' }]);
+      await until(async () => (await setup.ctx.db.selectFrom('jobs').select('id').execute()).length === 0, 'the job');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('a status webhook whose batch failed, acknowledged before the kill, is applied after the restart', async () => {
+    const tenant = await makeSendingTenant(setup.ctx);
+    const now = Date.now();
+    const id = `msg_${randomBase62(16)}`;
+    const wamid = `wamid.durable${randomBase62(8)}`;
+    await setup.ctx.db
+      .insertInto('messages')
+      .values({
+        id,
+        org_id: tenant.org.id,
+        agent_id: tenant.agent.id,
+        number_id: tenant.number.id,
+        to_phone: randomPhone(),
+        type: 'template',
+        template_name: 'hello_world',
+        provider_message_id: wamid,
+        status: 'accepted',
+        status_rank: 1,
+        error_code: null,
+        error_message: null,
+        created_at: now,
+        updated_at: now,
+        conversation_id: null,
+        text: null,
+        template_language: 'en_US',
+        template_parameters: null,
+      })
+      .execute();
+    const env = { ...setup.env, PARLEY_JOB_POLL_MS: '50' };
+    const port = await freePort();
+    // The batch fails (and rolls back), then the body on its own: the job waits for its retry.
+    const restore = await failWrites(setup, 'message_statuses', 'INSERT', { column: 'message_id', value: id });
+    let server = await startServe(['--port', String(port)], env);
+    try {
+      const { body, headers } = signedWebhook(
+        setup.ctx.messaging.appSecret,
+        statusPayload(tenant.number.phoneNumberId, [{ id: wamid, status: 'read', timestamp: now }]),
+      );
+      const ack = await fetch(`http://127.0.0.1:${port}/webhooks/msgapp`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body,
+      });
+      expect(ack.status).toBe(200);
+      await until(async () => {
+        const job = await setup.ctx.db
+          .selectFrom('jobs')
+          .select('attempt')
+          .where('queue', '=', PROVIDER_WEBHOOK_QUEUE)
+          .executeTakeFirst();
+        return (job?.attempt ?? 0) >= 2;
+      }, 'the first attempt to fail');
+      server.child.kill('SIGKILL');
+      await server.stop();
+    } finally {
+      await restore();
+    }
+    const message = () =>
+      setup.ctx.db.selectFrom('messages').select('status').where('id', '=', id).executeTakeFirstOrThrow();
+    expect(await message()).toEqual({ status: 'accepted' });
+    expect(await setup.ctx.db.selectFrom('jobs').select(['queue']).execute()).toEqual([
+      { queue: PROVIDER_WEBHOOK_QUEUE },
+    ]);
+
+    server = await startServe(['--port', String(port)], env);
+    try {
+      await until(async () => (await message()).status === 'read', 'the restarted server to apply the status');
+      const recorded = await setup.ctx.db
+        .selectFrom('message_statuses')
+        .select(['status'])
+        .where('message_id', '=', id)
+        .execute();
+      expect(recorded).toEqual([{ status: 'read' }]);
       await until(async () => (await setup.ctx.db.selectFrom('jobs').select('id').execute()).length === 0, 'the job');
     } finally {
       await server.stop();

@@ -6,7 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBase62 } from '../src/shared/ids.js';
 import { createTestApp, PG_SECRETS, PG_URL, REDIS_URL, type TestApp } from './helpers/app.js';
 import { freePort, runCli, type ServeProcess, startServe } from './helpers/cli.js';
-import { inboundPayload, makeSendingTenant, randomPhone, signedWebhook, templateSend } from './helpers/messaging.js';
+import {
+  inboundPayload,
+  makeSendingTenant,
+  randomPhone,
+  signedWebhook,
+  statusPayload,
+  templateSend,
+} from './helpers/messaging.js';
 import { until } from './helpers/wait.js';
 
 /**
@@ -238,5 +245,92 @@ describe.skipIf(!PG_URL || !REDIS_URL)('several nodes as one (PostgreSQL + Redis
     for (const n of nodes.filter((x) => x !== victim)) {
       expect((await fetch(`${n.url}/api/health`)).status).toBe(200);
     }
+  });
+
+  it('a node killed with kill -9 in the middle of a batch of status webhooks: another node applies them', async () => {
+    const tenant = await makeSendingTenant(setup.ctx);
+    const now = Date.now();
+    const wamids = Array.from({ length: 3 }, () => `wamid.batch${randomBase62(10)}`);
+    await setup.ctx.db
+      .insertInto('messages')
+      .values(
+        wamids.map((wamid) => ({
+          id: `msg_${randomBase62(16)}`,
+          org_id: tenant.org.id,
+          agent_id: tenant.agent.id,
+          number_id: tenant.number.id,
+          to_phone: randomPhone(),
+          type: 'template' as const,
+          template_name: 'hello_world',
+          provider_message_id: wamid,
+          status: 'accepted',
+          status_rank: 1,
+          error_code: null,
+          error_message: null,
+          created_at: now,
+          updated_at: now,
+          conversation_id: null,
+          text: null,
+          template_language: 'en_US',
+          template_parameters: null,
+        })),
+      )
+      .execute();
+    const live = nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null);
+    expect(live.length).toBeGreaterThanOrEqual(2);
+    // Hold the table a batch records statuses in, so the node whose batch claimed them is caught in it.
+    const blocker = new pg.Client({ connectionString: PG_URL });
+    await blocker.connect();
+    let victim: Node | undefined;
+    try {
+      await blocker.query(`set search_path = ${schema}`);
+      await blocker.query('begin');
+      await blocker.query('lock table message_statuses in exclusive mode');
+      const acks = await Promise.all(
+        wamids.map((wamid) => {
+          const { body, headers } = signedWebhook(
+            PG_SECRETS.PARLEY_WEBHOOK_APP_SECRET,
+            statusPayload(tenant.number.phoneNumberId, [{ id: wamid, status: 'delivered', timestamp: now }]),
+          );
+          return fetch(`${live[0]?.url}/webhooks/msgapp`, {
+            method: 'POST',
+            headers: { ...headers, 'content-type': 'application/json' },
+            body,
+          });
+        }),
+      );
+      expect(acks.map((a) => a.status)).toEqual([200, 200, 200]);
+      let holder: string | undefined;
+      await until(async () => {
+        const { rows } = await admin.query<{ application_name: string }>(
+          "select application_name from pg_stat_activity where wait_event_type = 'Lock' and application_name like $1",
+          [`parley-${schema}-%`],
+        );
+        holder = rows[0]?.application_name;
+        return holder !== undefined;
+      }, 'a node to claim the status webhooks');
+      victim = live.find((n) => n.name === holder);
+      expect(victim).toBeDefined();
+      victim?.child.kill('SIGKILL');
+      await victim?.stop();
+    } finally {
+      await blocker.query('rollback').catch(() => undefined);
+      await blocker.end();
+    }
+    const killedAt = Date.now();
+    const statuses = () =>
+      setup.ctx.db
+        .selectFrom('messages')
+        .innerJoin('message_statuses', 'message_statuses.message_id', 'messages.id')
+        .select(['messages.provider_message_id', 'messages.status', 'message_statuses.status as recorded'])
+        .where('messages.provider_message_id', 'in', wamids)
+        .execute();
+    await until(async () => (await statuses()).length === 3, 'another node to apply the statuses', 30_000);
+    expect(Date.now() - killedAt).toBeLessThan(10_000);
+    expect(
+      (await statuses()).sort((a, b) => String(a.provider_message_id).localeCompare(String(b.provider_message_id))),
+    ).toEqual(
+      [...wamids].sort().map((wamid) => ({ provider_message_id: wamid, status: 'delivered', recorded: 'delivered' })),
+    );
   });
 });
