@@ -9,6 +9,7 @@ import { startCheckpointer } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
 import { isPostgres, usePgStatements, useSqliteStatements } from './precompiled.js';
 import type { DB } from './schema.js';
+import { withStatementCache } from './statement-cache.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -50,7 +51,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     // A write waits this long for another connection's lock, then fails as busy (a 503).
     sqlite.pragma(`busy_timeout = ${Math.floor(config.busyTimeoutMs)}`);
     sqlite.pragma('foreign_keys = ON');
-    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
     useSqliteStatements(db, sqlite);
     const checkpointer = options.backgroundCheckpoints
       ? startCheckpointer(sqlite, options.logger ? { logger: options.logger } : {})
