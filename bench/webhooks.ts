@@ -17,7 +17,9 @@
  * reported too, as is the time until no job is left at all (`parley jobs list`). With
  * `--event-endpoint` the agent has an endpoint for `message.status` (a receiver in this process),
  * so each status applied also records an event delivery, which counts as a job until delivered;
- * the events received are counted (one per message and status: 3 × `--messages`).
+ * the events received are counted (one per message and status: 3 × `--messages`). While the backlog
+ * is applied, a message is read through GET /api/messages/<id> one request at a time, back to back,
+ * and each read timed: how long any other request waits while bodies are applied.
  */
 import type { ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
@@ -35,6 +37,7 @@ import {
   log,
   messagingBenchEnv,
   parleyJson,
+  quantile,
   seedSendingTenant,
   spawnNode,
   startBaseline,
@@ -122,7 +125,36 @@ interface Row {
   failures: number;
 }
 
-async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]; applied: string }> {
+/** Reads `url` one request at a time, back to back, until stopped; answers each read's time in ms. */
+function readOneAtATime(url: string, headers: Record<string, string>): { stop: () => Promise<number[]> } {
+  const times: number[] = [];
+  let stopping = false;
+  const loop = (async () => {
+    while (!stopping) {
+      const t0 = process.hrtime.bigint();
+      const res = await request(url, { headers });
+      await res.body.dump();
+      if (res.statusCode !== 200) throw new Error(`GET ${url} answered ${res.statusCode}`);
+      times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+  })();
+  return {
+    stop: async () => {
+      stopping = true;
+      await loop;
+      return times;
+    },
+  };
+}
+
+interface Probe {
+  reads: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]; applied: string; probe: Probe }> {
   const sandboxPort = await freePort();
   const parleyPort = await freePort();
   const { env, cleanup } = messagingBenchEnv(dialect, 'wh', `http://127.0.0.1:${sandboxPort}`);
@@ -226,7 +258,9 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]
       failures: r.non2xx + r.errors,
     });
 
-    // Acknowledged bodies are applied by the job runner afterwards: wait for a sample, through the API.
+    // Acknowledged bodies are applied by the job runner afterwards: wait for a sample, through the API,
+    // while another message is read one request at a time.
+    const reads = readOneAtATime(`${base}/api/messages/${wamids[wamids.length - 1]}`, auth);
     let applied = 0;
     const sample = wamids.slice(0, Math.min(50, Math.floor(next / 3)));
     const waitStart = Date.now();
@@ -251,12 +285,19 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]
       await new Promise((res) => setTimeout(res, 500));
     }
     const drained = ((Date.now() - waitStart) / 1000).toFixed(1);
+    const times = (await reads.stop()).sort((a, b) => a - b);
+    const probe = {
+      reads: times.length,
+      p50: quantile(times, 0.5),
+      p99: quantile(times, 0.99),
+      max: times[times.length - 1] ?? Number.NaN,
+    };
     const backlog =
       left === 0
         ? `the ${r.requests.total} acknowledged applied ${drained} s after the run`
         : `${left} jobs left after ${drained} s`;
     const events = receiver ? `; ${receiver.ids.size} message.status events received by the agent's endpoint` : '';
-    return { rows, applied: `${applied}/${sample.length} after ${waited} s; ${backlog}${events}` };
+    return { rows, applied: `${applied}/${sample.length} after ${waited} s; ${backlog}${events}`, probe };
   } finally {
     for (const child of children.reverse()) await stopChild(child);
     await receiver?.close();
@@ -265,7 +306,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<{ rows: Row[]
 }
 
 const dialects = dialectsArg(args.dialects);
-const results: { dialect: string; rows: Row[]; applied: string }[] = [];
+const results: { dialect: string; rows: Row[]; applied: string; probe: Probe }[] = [];
 for (const dialect of dialects) results.push({ dialect, ...(await runDialect(dialect)) });
 
 const f = (n: number) => (n >= 100 ? n.toFixed(0) : n.toFixed(2));
@@ -284,4 +325,11 @@ for (const { dialect, rows, applied } of results) {
   if (!p) continue;
   const met = p.rps >= TARGET_RPS && p.p50 < TARGET_P50_MS && p.failures === 0;
   console.log(`| ${dialect} | ${f(p.rps)} | ${f(p.p50)} | ${met ? 'met' : 'not met'} | ${applied} |`);
+}
+console.log(
+  '\n| database | GET /api/messages/<id> one at a time while the backlog was applied | p50 ms | p99 ms | max ms |',
+);
+console.log('| - | -: | -: | -: | -: |');
+for (const { dialect, probe } of results) {
+  console.log(`| ${dialect} | ${probe.reads} | ${f(probe.p50)} | ${f(probe.p99)} | ${f(probe.max)} |`);
 }
