@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { joinInbound } from '../conversations/inbound.js';
 import { raiseMessageStatuses, raiseStatusesOfMessages } from '../conversations/status-events.js';
-import { precompiled, slot } from '../db/precompiled.js';
+import { isPostgres, precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import { findEndUserById } from '../end-users/end-user.repository.js';
 import { recordInboundEndUser } from '../end-users/end-user.service.js';
@@ -236,9 +236,14 @@ interface Applied {
 
 type TaskOutcome = 'applied' | 'unrouted';
 
-/** Bodies of statuses applied together, and how many such batches run at once per process. */
+/**
+ * Bodies of statuses applied together, and how many such batches run at once per process. On
+ * SQLite one at a time: its one connection would run them one after the other anyway, and as
+ * better-sqlite3 never waits for I/O, batches claimed together ran back to back in one turn of the
+ * event loop, every other request waiting for the last of them to commit.
+ */
 const STATUS_BATCH = 100;
-const STATUS_BATCH_CONCURRENCY = 4;
+const STATUS_BATCH_CONCURRENCY = { postgres: 4, sqlite: 1 } as const;
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 1000);
 
@@ -291,7 +296,7 @@ export class WebhookProcessor {
         handler: (payload, job) => this.handle(payload, job),
         onLastFailure: (payload, job, err) => this.keepFailed(job.id, payload, job.attempt, err),
         // Bodies of statuses go in batches: one transaction (one commit) and a few statements for many.
-        concurrency: options.concurrency ?? STATUS_BATCH_CONCURRENCY,
+        concurrency: options.concurrency ?? STATUS_BATCH_CONCURRENCY[isPostgres(db) ? 'postgres' : 'sqlite'],
         batch: { size: STATUS_BATCH, handler: (jobs) => this.applyStatusBatch(jobs) },
       });
     }
