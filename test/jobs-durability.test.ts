@@ -10,6 +10,7 @@ import {
   randomPhone,
   signedWebhook,
   statusPayload,
+  templateMessageRow,
 } from './helpers/messaging.js';
 import { until } from './helpers/wait.js';
 
@@ -29,6 +30,34 @@ describe('jobs survive kill -9 (SQLite)', () => {
     await setup.close();
   });
 
+  /**
+   * Posts a signed webhook to the server, waits until its job's first attempt has failed (the test's
+   * injected failure) and it waits for its retry, then kills the server with SIGKILL.
+   */
+  async function postThenKillAfterFirstFailure(
+    server: Awaited<ReturnType<typeof startServe>>,
+    port: number,
+    body: string,
+    headers: Record<string, string>,
+  ): Promise<void> {
+    const ack = await fetch(`http://127.0.0.1:${port}/webhooks/msgapp`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body,
+    });
+    expect(ack.status).toBe(200);
+    await until(async () => {
+      const job = await setup.ctx.db
+        .selectFrom('jobs')
+        .select('attempt')
+        .where('queue', '=', PROVIDER_WEBHOOK_QUEUE)
+        .executeTakeFirst();
+      return (job?.attempt ?? 0) >= 2;
+    }, 'the first attempt to fail');
+    server.child.kill('SIGKILL');
+    await server.stop();
+  }
+
   it('a webhook acknowledged before the kill is applied after the restart', async () => {
     const { number } = await makeSendingTenant(setup.ctx);
     const from = randomPhone();
@@ -42,23 +71,7 @@ describe('jobs survive kill -9 (SQLite)', () => {
         setup.ctx.messaging.appSecret,
         inboundPayload(number.phoneNumberId, from, messageId, 'still there?'),
       );
-      const ack = await fetch(`http://127.0.0.1:${port}/webhooks/msgapp`, {
-        method: 'POST',
-        headers: { ...headers, 'content-type': 'application/json' },
-        body,
-      });
-      expect(ack.status).toBe(200);
-      // Its first attempt failed (the injected failure): the job waits for its retry.
-      await until(async () => {
-        const job = await setup.ctx.db
-          .selectFrom('jobs')
-          .select('attempt')
-          .where('queue', '=', PROVIDER_WEBHOOK_QUEUE)
-          .executeTakeFirst();
-        return (job?.attempt ?? 0) >= 2;
-      }, 'the first attempt to fail');
-      server.child.kill('SIGKILL');
-      await server.stop();
+      await postThenKillAfterFirstFailure(server, port, body, headers);
     } finally {
       await restore();
     }
@@ -93,31 +106,16 @@ describe('jobs survive kill -9 (SQLite)', () => {
   it('a status webhook whose batch failed, acknowledged before the kill, is applied after the restart', async () => {
     const tenant = await makeSendingTenant(setup.ctx);
     const now = Date.now();
-    const id = `msg_${randomBase62(16)}`;
     const wamid = `wamid.durable${randomBase62(8)}`;
-    await setup.ctx.db
-      .insertInto('messages')
-      .values({
-        id,
-        org_id: tenant.org.id,
-        agent_id: tenant.agent.id,
-        number_id: tenant.number.id,
-        to_phone: randomPhone(),
-        type: 'template',
-        template_name: 'hello_world',
-        provider_message_id: wamid,
-        status: 'accepted',
-        status_rank: 1,
-        error_code: null,
-        error_message: null,
-        created_at: now,
-        updated_at: now,
-        conversation_id: null,
-        text: null,
-        template_language: 'en_US',
-        template_parameters: null,
-      })
-      .execute();
+    const row = templateMessageRow({
+      orgId: tenant.org.id,
+      agentId: tenant.agent.id,
+      numberId: tenant.number.id,
+      providerMessageId: wamid,
+      at: now,
+    });
+    const { id } = row;
+    await setup.ctx.db.insertInto('messages').values(row).execute();
     const env = { ...setup.env, PARLEY_JOB_POLL_MS: '50' };
     const port = await freePort();
     // The batch fails (and rolls back), then the body on its own: the job waits for its retry.
@@ -128,22 +126,7 @@ describe('jobs survive kill -9 (SQLite)', () => {
         setup.ctx.messaging.appSecret,
         statusPayload(tenant.number.phoneNumberId, [{ id: wamid, status: 'read', timestamp: now }]),
       );
-      const ack = await fetch(`http://127.0.0.1:${port}/webhooks/msgapp`, {
-        method: 'POST',
-        headers: { ...headers, 'content-type': 'application/json' },
-        body,
-      });
-      expect(ack.status).toBe(200);
-      await until(async () => {
-        const job = await setup.ctx.db
-          .selectFrom('jobs')
-          .select('attempt')
-          .where('queue', '=', PROVIDER_WEBHOOK_QUEUE)
-          .executeTakeFirst();
-        return (job?.attempt ?? 0) >= 2;
-      }, 'the first attempt to fail');
-      server.child.kill('SIGKILL');
-      await server.stop();
+      await postThenKillAfterFirstFailure(server, port, body, headers);
     } finally {
       await restore();
     }

@@ -12,6 +12,7 @@ import {
   randomPhone,
   signedWebhook,
   statusPayload,
+  templateMessageRow,
   templateSend,
 } from './helpers/messaging.js';
 import { until } from './helpers/wait.js';
@@ -79,6 +80,24 @@ describe.skipIf(!PG_URL || !REDIS_URL)('several nodes as one (PostgreSQL + Redis
     await admin?.end();
     await setup?.close();
   });
+
+  /** The node (of `candidates`) whose connection waits on a lock, found by its application name, killed with SIGKILL. */
+  async function killNodeWaitingOnALock(candidates: readonly Node[], what: string): Promise<Node | undefined> {
+    let holder: string | undefined;
+    await until(async () => {
+      const { rows } = await admin.query<{ application_name: string }>(
+        "select application_name from pg_stat_activity where wait_event_type = 'Lock' and application_name like $1",
+        [`parley-${schema}-%`],
+      );
+      holder = rows[0]?.application_name;
+      return holder !== undefined;
+    }, what);
+    const victim = candidates.find((n) => n.name === holder);
+    expect(victim).toBeDefined();
+    victim?.child.kill('SIGKILL');
+    await victim?.stop();
+    return victim;
+  }
 
   it('all nodes came up and are ready', async () => {
     expect(nodes).toHaveLength(NODES);
@@ -204,19 +223,7 @@ describe.skipIf(!PG_URL || !REDIS_URL)('several nodes as one (PostgreSQL + Redis
       expect(ack.status).toBe(200);
       expect(await ack.json()).toEqual({ received: 1 });
       // Whichever node claimed the job is now waiting on the lock: that is the one to kill.
-      let holder: string | undefined;
-      await until(async () => {
-        const { rows } = await admin.query<{ application_name: string }>(
-          "select application_name from pg_stat_activity where wait_event_type = 'Lock' and application_name like $1",
-          [`parley-${schema}-%`],
-        );
-        holder = rows[0]?.application_name;
-        return holder !== undefined;
-      }, 'a node to claim the webhook job');
-      victim = nodes.find((n) => n.name === holder);
-      expect(victim).toBeDefined();
-      victim?.child.kill('SIGKILL');
-      await victim?.stop();
+      victim = await killNodeWaitingOnALock(nodes, 'a node to claim the webhook job');
     } finally {
       await blocker.query('rollback').catch(() => undefined);
       await blocker.end();
@@ -254,26 +261,15 @@ describe.skipIf(!PG_URL || !REDIS_URL)('several nodes as one (PostgreSQL + Redis
     await setup.ctx.db
       .insertInto('messages')
       .values(
-        wamids.map((wamid) => ({
-          id: `msg_${randomBase62(16)}`,
-          org_id: tenant.org.id,
-          agent_id: tenant.agent.id,
-          number_id: tenant.number.id,
-          to_phone: randomPhone(),
-          type: 'template' as const,
-          template_name: 'hello_world',
-          provider_message_id: wamid,
-          status: 'accepted',
-          status_rank: 1,
-          error_code: null,
-          error_message: null,
-          created_at: now,
-          updated_at: now,
-          conversation_id: null,
-          text: null,
-          template_language: 'en_US',
-          template_parameters: null,
-        })),
+        wamids.map((wamid) =>
+          templateMessageRow({
+            orgId: tenant.org.id,
+            agentId: tenant.agent.id,
+            numberId: tenant.number.id,
+            providerMessageId: wamid,
+            at: now,
+          }),
+        ),
       )
       .execute();
     const live = nodes.filter((n) => n.child.exitCode === null && n.child.signalCode === null);
@@ -281,7 +277,6 @@ describe.skipIf(!PG_URL || !REDIS_URL)('several nodes as one (PostgreSQL + Redis
     // Hold the table a batch records statuses in, so the node whose batch claimed them is caught in it.
     const blocker = new pg.Client({ connectionString: PG_URL });
     await blocker.connect();
-    let victim: Node | undefined;
     try {
       await blocker.query(`set search_path = ${schema}`);
       await blocker.query('begin');
@@ -300,19 +295,7 @@ describe.skipIf(!PG_URL || !REDIS_URL)('several nodes as one (PostgreSQL + Redis
         }),
       );
       expect(acks.map((a) => a.status)).toEqual([200, 200, 200]);
-      let holder: string | undefined;
-      await until(async () => {
-        const { rows } = await admin.query<{ application_name: string }>(
-          "select application_name from pg_stat_activity where wait_event_type = 'Lock' and application_name like $1",
-          [`parley-${schema}-%`],
-        );
-        holder = rows[0]?.application_name;
-        return holder !== undefined;
-      }, 'a node to claim the status webhooks');
-      victim = live.find((n) => n.name === holder);
-      expect(victim).toBeDefined();
-      victim?.child.kill('SIGKILL');
-      await victim?.stop();
+      await killNodeWaitingOnALock(live, 'a node to claim the status webhooks');
     } finally {
       await blocker.query('rollback').catch(() => undefined);
       await blocker.end();

@@ -8,13 +8,12 @@ import { loadConfig } from '../src/config.js';
 import { recipientQuery, recipientStoringMessage } from '../src/conversations/conversation.repository.js';
 import { dropPostgresSchema, postgresSettingWarnings } from '../src/db/database.js';
 import { MESSAGE_COLUMNS } from '../src/messaging/message.repository.js';
-import type { MessageTable } from '../src/messaging/messaging.tables.js';
 import { startServer } from '../src/server.js';
 import { randomBase62 } from '../src/shared/ids.js';
 import { DIALECTS, PG_SECRETS, PG_URL, type TestApp } from './helpers/app.js';
 import { freePortRange } from './helpers/cli.js';
 import { makeAgent, makeOrg } from './helpers/factories.js';
-import { createQuietTestApp } from './helpers/messaging.js';
+import { createQuietTestApp, templateMessageRow } from './helpers/messaging.js';
 
 /**
  * Plans of the send path's statements on PostgreSQL as each connection keeps them (prepared once,
@@ -150,26 +149,10 @@ describe.skipIf(!PG_URL)('PostgreSQL plans of the send path', () => {
 
   it('does the same when the read also stores the message', async () => {
     const now = Date.now();
-    const message: MessageTable = {
-      id: 'msg_plan',
-      org_id: orgId,
-      agent_id: agentId,
-      number_id: 'num_plan',
-      to_phone: phoneOf(45),
-      type: 'template',
-      template_name: 'hello_world',
-      provider_message_id: null,
-      status: 'pending',
-      status_rank: 0,
-      error_code: null,
-      error_message: null,
-      created_at: now,
-      updated_at: now,
-      conversation_id: null,
-      text: null,
-      template_language: 'en_US',
-      template_parameters: null,
-    };
+    const message = templateMessageRow(
+      { orgId, agentId, numberId: 'num_plan', providerMessageId: null, at: now },
+      { id: 'msg_plan', to_phone: phoneOf(45) },
+    );
     const { rows: epochs } = await client.query<{ epoch: string }>('select epoch from key_epoch where id = 1');
     const values = [
       orgId,

@@ -5,9 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import type { AppContext } from '../../src/context.js';
 import { dropPostgresSchema } from '../../src/db/database.js';
+import type { MessageTable } from '../../src/messaging/messaging.tables.js';
 import { addNumber, assignNumber } from '../../src/numbers/number.service.js';
 import type { Sandbox } from '../../src/sandbox/sandbox.js';
 import { providerJson, signBody } from '../../src/sandbox/sandbox.js';
+import { randomBase62 } from '../../src/shared/ids.js';
 import { createTestApp, PG_URL, type TestApp, type TestAppOptions, type TestDialect } from './app.js';
 import { makeAgent, makeKey, makeTenant } from './factories.js';
 import { call } from './http.js';
@@ -77,6 +79,39 @@ export async function makeSendingTenant(ctx: AppContext) {
   const other = await makeAgent(ctx, tenant.org.id);
   const otherKey = await makeKey(ctx, tenant.org.id, { scope: 'agent', agentId: other.id, permissions: ['channels'] });
   return { ...tenant, number, other, otherKey };
+}
+
+/**
+ * A row of `messages` as a template send stores it (`hello_world`, `en_US`, no conversation), for a
+ * test to insert directly: `accepted` by the provider under `providerMessageId`, or still `pending`
+ * without one; `extra` overrides any column.
+ */
+export function templateMessageRow(
+  of: { orgId: string; agentId: string; numberId: string; providerMessageId: string | null; at: number },
+  extra: Partial<MessageTable> = {},
+): MessageTable {
+  const accepted = of.providerMessageId !== null;
+  return {
+    id: `msg_${randomBase62(16)}`,
+    org_id: of.orgId,
+    agent_id: of.agentId,
+    number_id: of.numberId,
+    to_phone: randomPhone(),
+    type: 'template',
+    template_name: 'hello_world',
+    provider_message_id: of.providerMessageId,
+    status: accepted ? 'accepted' : 'pending',
+    status_rank: accepted ? 1 : 0,
+    error_code: null,
+    error_message: null,
+    created_at: of.at,
+    updated_at: of.at,
+    conversation_id: null,
+    text: null,
+    template_language: 'en_US',
+    template_parameters: null,
+    ...extra,
+  };
 }
 
 export const templateSend = (convId?: string, to = randomPhone()) => ({
