@@ -1,6 +1,6 @@
 /** Helpers shared by the benchmarks: building, spawning servers, waiting for them. */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -376,4 +376,24 @@ export function dialectsArg(value: string | undefined): ('sqlite' | 'postgres')[
     if (d === 'postgres' && !process.env.DATABASE_URL) throw new Error('--dialects postgres needs DATABASE_URL');
     return d;
   });
+}
+
+/** A load run as `--json` writes it (see `bench/targets.ts`): req/s, latency in ms, CPU µs per request. */
+export interface LoadFigures {
+  readonly rps: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly cpuUs?: number;
+}
+
+export const loadFigures = (r: AutocannonResult & { cpuUs?: number }): LoadFigures => ({
+  rps: r.requests.average,
+  p50: r.latency.p50,
+  p99: r.latency.p99,
+  ...(r.cpuUs === undefined ? {} : { cpuUs: r.cpuUs }),
+});
+
+/** `--json <file>`: the run's figures, by database, for `bench/targets.ts` (nothing without a file). */
+export function writeJsonFigures(file: string | undefined, figures: unknown): void {
+  if (file) writeFileSync(file, `${JSON.stringify(figures, null, 2)}\n`);
 }

@@ -35,8 +35,10 @@ import {
   type AutocannonResult,
   analyzePostgresSchema,
   autocannon,
+  dialectsArg,
   entry,
   freePort,
+  loadFigures,
   loadWithCpu,
   log,
   median,
@@ -49,6 +51,7 @@ import {
   startListening,
   stopChild,
   waitUp,
+  writeJsonFigures,
 } from './child-server.js';
 import { seedEndUsers } from './seed-endusers.js';
 
@@ -68,6 +71,8 @@ const { values: args } = parseArgs({
     ceiling: { type: 'boolean', default: false },
     requests: { type: 'string', default: 'rotate' },
     'no-analyze': { type: 'boolean', default: false },
+    json: { type: 'string' },
+    dialects: { type: 'string' },
   },
 });
 const N = Number(args.n);
@@ -291,7 +296,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
   }
 }
 
-const dialects: ('sqlite' | 'postgres')[] = process.env.DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+const dialects = dialectsArg(args.dialects);
 const results = new Map<string, Figures>();
 for (const d of dialects) results.set(d, await runDialect(d));
 
@@ -355,3 +360,16 @@ const lines = [
   ),
 ];
 console.log(lines.join('\n'));
+writeJsonFigures(
+  args.json,
+  Object.fromEntries(
+    [...results].map(([d, f]) => [
+      d,
+      {
+        bare: loadFigures({ ...f.baseline, cpuUs: f.baselineCpuUs }),
+        get: loadFigures({ ...f.getById, cpuUs: f.getCpuUs }),
+        ...(f.ceiling ? { reference: loadFigures(f.ceiling) } : {}),
+      },
+    ]),
+  ),
+);

@@ -23,6 +23,7 @@ import {
   dialectsArg,
   entry,
   freePort,
+  loadFigures,
   loadWithCpu,
   log,
   medianRate,
@@ -32,6 +33,7 @@ import {
   startBaseline,
   stopChild,
   waitUp,
+  writeJsonFigures,
 } from './child-server.js';
 
 const { values: args } = parseArgs({
@@ -45,6 +47,7 @@ const { values: args } = parseArgs({
     dialects: { type: 'string' },
     'no-analyze': { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'warn' },
+    json: { type: 'string' },
   },
 });
 const DURATION = Number(args.duration);
@@ -176,8 +179,17 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
 }
 
 const results: [string, Figures][] = [];
-for (const d of dialectsArg(args.dialects))
-  results.push([d === 'sqlite' ? 'SQLite' : 'PostgreSQL', await runDialect(d)]);
+const byDialect: Record<string, Record<keyof Figures, ReturnType<typeof loadFigures>>> = {};
+for (const d of dialectsArg(args.dialects)) {
+  const figures = await runDialect(d);
+  results.push([d === 'sqlite' ? 'SQLite' : 'PostgreSQL', figures]);
+  byDialect[d] = {
+    bare: loadFigures(figures.bare),
+    message: loadFigures(figures.message),
+    conversation: loadFigures(figures.conversation),
+  };
+}
+writeJsonFigures(args.json, byDialect);
 
 const f0 = (n: number) => Math.round(n).toLocaleString('en-US');
 console.log(

@@ -41,6 +41,7 @@ import {
   startBaseline,
   stopChild,
   waitUp,
+  writeJsonFigures,
 } from './child-server.js';
 
 const { values: args } = parseArgs({
@@ -55,6 +56,7 @@ const { values: args } = parseArgs({
     cli: { type: 'string' },
     // sqlite,postgres: which to run (postgres needs DATABASE_URL); both when DATABASE_URL is set.
     dialects: { type: 'string' },
+    json: { type: 'string' },
   },
 });
 const DURATION = Number(args.duration);
@@ -302,6 +304,36 @@ for (const [i, rows] of all.entries()) {
     `| ${dialects[i]} | ${f(parley.rps)} | ${((100 * parley.rps) / sandbox.rps).toFixed(0)} % | ${f(parley.seqP50 - sandbox.seqP50)} | ${f(parley.seqP99 - sandbox.seqP99)} |`,
   );
 }
+const asFigures = (r: Row) => ({
+  rps: r.rps,
+  p50: r.p50,
+  p99: r.p99,
+  cpuUs: r.cpuUs,
+  oneAtATimeP50: r.seqP50,
+  oneAtATimeP99: r.seqP99,
+});
+writeJsonFigures(
+  args.json,
+  Object.fromEntries(
+    all.flatMap((rows, i) => {
+      const [bare, sandbox, parley] = rows;
+      if (!bare || !sandbox || !parley) return [];
+      return [
+        [
+          dialects[i],
+          {
+            statuses: !args['no-statuses'],
+            bare: asFigures(bare),
+            sandbox: asFigures(sandbox),
+            parley: asFigures(parley),
+            addedP50: parley.seqP50 - sandbox.seqP50,
+            addedP99: parley.seqP99 - sandbox.seqP99,
+          },
+        ],
+      ];
+    }),
+  ),
+);
 if (!args['no-statuses']) {
   console.log('\n| database | messages accepted | statuses applied | all applied after the run |');
   console.log('| - | -: | -: | -: |');

@@ -1,0 +1,179 @@
+/**
+ * The performance targets in one command: runs `endusers.ts` (GET by ID only, with the reference
+ * server), `reads.ts` and `send.ts` (statuses off) against the built server, each beside its bare
+ * `node:http` server in the same run, then prints one table of every target with the figure
+ * measured, the bare server's figure it was compared with, and whether it is met, followed by the
+ * three benchmarks' own tables. SQLite, and PostgreSQL when DATABASE_URL is set.
+ *
+ *   npm run build && node --import tsx bench/targets.ts
+ *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/targets.ts
+ *   node --import tsx bench/targets.ts --cli /tmp/before/dist/cli/main.js     # another build
+ *
+ * A measurement, not a test: it exits 0 whatever it finds (1 only if a benchmark fails to run).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { dialectsArg, type LoadFigures, log, ROOT } from './child-server.js';
+
+const { values: args } = parseArgs({
+  options: {
+    n: { type: 'string', default: '20000' },
+    duration: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
+    'send-duration': { type: 'string', default: '10' },
+    sequential: { type: 'string', default: '1000' },
+    connections: { type: 'string', default: '50' },
+    dialects: { type: 'string' },
+    cli: { type: 'string' },
+  },
+});
+type Dialect = 'sqlite' | 'postgres';
+const dialects = dialectsArg(args.dialects);
+const build = args.cli ? ['--cli', args.cli] : ['--dist'];
+const common = ['--connections', String(args.connections)];
+
+/** The goals, as issue 12 states them: a share of the bare server, p99, sends per second, added p50. */
+export const GOALS = {
+  readShare: { sqlite: 0.5, postgres: 0.25 },
+  readP99Ms: 10,
+  sendsPerSecond: { sqlite: 2000, postgres: 1200 },
+  addedP50Ms: 1,
+} as const;
+
+type ReadFigures = { bare: LoadFigures; get: LoadFigures; reference?: LoadFigures };
+type ReadsFigures = { bare: LoadFigures; message: LoadFigures; conversation: LoadFigures };
+type SendFigures = {
+  bare: LoadFigures;
+  sandbox: LoadFigures & { oneAtATimeP50: number };
+  parley: LoadFigures & { oneAtATimeP50: number };
+  addedP50: number;
+};
+
+const dir = mkdtempSync(join(tmpdir(), 'parley-targets-'));
+const outputs: string[] = [];
+
+/** Runs one benchmark script; answers its `--json` figures (its Markdown goes to `outputs`). */
+function run<T>(script: string, argv: string[]): Record<string, T> {
+  const json = join(dir, `${script}.json`);
+  const command = ['--import', 'tsx', `bench/${script}.ts`, ...build, ...common, ...argv, '--json', json];
+  log(`targets: node ${command.join(' ')}`);
+  const done = spawnSync(process.execPath, command, {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  if (done.status !== 0) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`bench/${script}.ts exited with ${done.status ?? done.signal}`);
+  }
+  outputs.push(`#### \`bench/${script}.ts ${[...build, ...common, ...argv].join(' ')}\`\n\n${done.stdout.trim()}`);
+  return JSON.parse(readFileSync(json, 'utf8')) as Record<string, T>;
+}
+
+const dialectArgs = ['--dialects', dialects.join(',')];
+const endUsers = run<ReadFigures>('endusers', [
+  '--n',
+  String(args.n),
+  '--duration',
+  String(args.duration),
+  '--get-rounds',
+  String(args.rounds),
+  '--only-get',
+  '--ceiling',
+  ...dialectArgs,
+]);
+const reads = run<ReadsFigures>('reads', [
+  '--rounds',
+  String(args.rounds),
+  '--duration',
+  String(args.duration),
+  ...dialectArgs,
+]);
+const sends = run<SendFigures>('send', [
+  '--no-statuses',
+  '--duration',
+  String(args['send-duration']),
+  '--sequential',
+  String(args.sequential),
+  ...dialectArgs,
+]);
+rmSync(dir, { recursive: true, force: true });
+
+const NAMES: Record<Dialect, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
+const f0 = (n: number) => Math.round(n).toLocaleString('en-US');
+const f2 = (n: number) => n.toFixed(2);
+const met = (ok: boolean) => (ok ? 'met' : '**not met**');
+const rows: string[] = [];
+let failed = 0;
+let targets = 0;
+const row = (target: string, dialect: Dialect, measured: string, bare: string, goal: string, ok: boolean) => {
+  targets++;
+  if (!ok) failed++;
+  rows.push(`| ${target} | ${NAMES[dialect]} | ${measured} | ${bare} | ${goal} | ${met(ok)} |`);
+};
+
+for (const d of dialects) {
+  const share = GOALS.readShare[d];
+  const readRows: [string, LoadFigures | undefined, LoadFigures | undefined][] = [
+    ['GET /api/endusers/<id>', endUsers[d]?.get, endUsers[d]?.bare],
+    ['GET /api/messages/<id>', reads[d]?.message, reads[d]?.bare],
+    ['GET /api/conversations/<id>', reads[d]?.conversation, reads[d]?.bare],
+  ];
+  for (const [route, r, bare] of readRows) {
+    if (!r || !bare) continue;
+    const ratio = r.rps / bare.rps;
+    row(
+      `${route}: share of bare`,
+      d,
+      `${ratio.toFixed(2)}× (${f0(r.rps)} req/s)`,
+      `${f0(bare.rps)} req/s`,
+      `≥ ${share}×`,
+      ratio >= share,
+    );
+    row(`${route}: p99`, d, `${r.p99} ms`, `${bare.p99} ms`, `< ${GOALS.readP99Ms} ms`, r.p99 < GOALS.readP99Ms);
+  }
+  const reference = endUsers[d]?.reference;
+  const bareOfReference = endUsers[d]?.bare;
+  if (reference && bareOfReference) {
+    rows.push(
+      `| (reference server for GET /api/endusers/<id>, no framework) | ${NAMES[d]} | ${(reference.rps / bareOfReference.rps).toFixed(2)}× (${f0(reference.rps)} req/s) | ${f0(bareOfReference.rps)} req/s | | |`,
+    );
+  }
+  const s = sends[d];
+  if (s) {
+    const goal = GOALS.sendsPerSecond[d];
+    row(
+      'POST /api/channels/send: sends/s',
+      d,
+      f0(s.parley.rps),
+      `${f0(s.bare.rps)} req/s`,
+      `≥ ${f0(goal)}`,
+      s.parley.rps >= goal,
+    );
+    row(
+      'POST /api/channels/send: added p50',
+      d,
+      `${f2(s.addedP50)} ms`,
+      `sandbox alone ${f2(s.sandbox.oneAtATimeP50)} ms`,
+      `< ${GOALS.addedP50Ms} ms`,
+      s.addedP50 < GOALS.addedP50Ms,
+    );
+  }
+}
+
+const cpu = cpus();
+console.log(
+  `\n### The targets, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC\n\n` +
+    `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; ` +
+    `${args.connections} connections; reads: median of ${args.rounds} alternating rounds of ${args.duration} s ` +
+    `(${f0(Number(args.n))} end users); sends: ${args['send-duration']} s, statuses off, ${args.sequential} one at a time\n`,
+);
+console.log('| target | database | measured | bare server (same run) | goal | |');
+console.log('| - | - | -: | -: | -: | - |');
+console.log(rows.join('\n'));
+console.log(`\n${failed === 0 ? 'Every target met.' : `${failed} of ${targets} not met.`}\n`);
+console.log(outputs.join('\n\n'));
