@@ -149,6 +149,67 @@ describe.each(DIALECTS)('job runner (%s)', (dialect) => {
     expect((await r.counts()).filter((c) => c.queue === queue && c.count > 0)).toEqual([]);
   });
 
+  it('a batch may complete its jobs in its own transaction: done with its commit, run on their own after a rollback', async () => {
+    /** Jobs of a queue not done, as `db` (a transaction, say) sees them. */
+    const notDone = async (db: typeof t.ctx.db, queue: string) => {
+      if (t.ctx.region.database.kind === 'postgres') {
+        const { rows } = await sql<{ n: number }>`
+          select count(*)::int as n from ${sql.table(`${t.ctx.region.database.schema}.job`)}
+          where name = ${queue} and state < 'completed'`.execute(db);
+        return rows[0]?.n;
+      }
+      const { rows } = await sql<{ n: number }>`select count(*) as n from jobs where queue = ${queue}`.execute(db);
+      return Number(rows[0]?.n);
+    };
+    /** Three jobs in one batch whose handler completes them in its transaction, then commits or not. */
+    const batchOfThree = async (rollBack: boolean) => {
+      const queue = `q_${randomBase62(6).toLowerCase()}`;
+      const single: number[] = [];
+      const seenInside: (number | undefined)[] = [];
+      const seenOutside: (number | undefined)[] = [];
+      const r = await runner(
+        (x) =>
+          x.define<{ n: number }>({
+            name: queue,
+            concurrency: 1,
+            handler: async (payload) => {
+              single.push(payload.n);
+            },
+            batch: {
+              size: 10,
+              handler: async (jobs, complete) => {
+                const ids = jobs.map((j) => j.job.id);
+                await t.ctx.db.transaction().execute(async (trx) => {
+                  seenInside.push(await notDone(trx, queue));
+                  await complete(trx, ids);
+                  seenInside.push(await notDone(trx, queue));
+                  // Another connection still sees them until the commit (SQLite has only the one).
+                  if (dialect === 'postgres') seenOutside.push(await notDone(t.ctx.db, queue));
+                  if (rollBack) throw new Error('rolled back after completing its jobs');
+                });
+                return ids;
+              },
+            },
+          }),
+        { start: false },
+      );
+      for (let n = 0; n < 3; n++) await r.enqueue(queue, { n });
+      r.start();
+      await r.drained([queue]);
+      return {
+        seenInside,
+        seenOutside,
+        single: single.sort((a, b) => a - b),
+        left: await notDone(t.ctx.db, queue),
+      };
+    };
+    const outside = dialect === 'postgres' ? [3] : [];
+    // Completed inside the batch's transaction (gone there before it committed); none ran on its own.
+    expect(await batchOfThree(false)).toEqual({ seenInside: [3, 0], seenOutside: outside, single: [], left: 0 });
+    // Rolled back after completing them: they were not done, so each ran on its own.
+    expect(await batchOfThree(true)).toEqual({ seenInside: [3, 0], seenOutside: outside, single: [0, 1, 2], left: 0 });
+  });
+
   it('retries on its schedule, keeps the last failure as a dead letter, and replays it', async () => {
     const queue = `q_${randomBase62(6).toLowerCase()}`;
     const attempts: JobInfo[] = [];

@@ -59,10 +59,19 @@ export interface QueueDefinition<P> {
    * committed); those are completed together, and every other job of the batch runs on its own
    * through the queue's `handler`, as without batches (retries and dead letters included). A batch
    * handler that throws leaves every job of the batch to run on its own.
+   *
+   * `complete(db, ids)` lets the handler complete jobs of its batch inside its own transaction
+   * (`db`), so that they are done exactly when their work commits, in the same commit: nothing runs
+   * twice after a crash between the two, and a commit (a statement, on PostgreSQL a round trip) is
+   * saved. The IDs so completed must be among those the handler resolves with; if the handler
+   * throws, its transaction rolled back and they run on their own as above.
    */
   readonly batch?: {
     readonly size: number;
-    readonly handler: (jobs: readonly { readonly payload: P; readonly job: JobInfo }[]) => Promise<readonly string[]>;
+    readonly handler: (
+      jobs: readonly { readonly payload: P; readonly job: JobInfo }[],
+      complete: (db: Kysely<DB>, ids: readonly string[]) => Promise<void>,
+    ) => Promise<readonly string[]>;
   };
 }
 
@@ -100,8 +109,8 @@ export interface JobStore {
   /** Renews the lease of running jobs. */
   extend(queue: string, ids: readonly string[], leaseMs: number): Promise<void>;
   complete(job: ClaimedJob, db?: Kysely<DB>): Promise<void>;
-  /** Completes jobs of one queue together. */
-  completeMany(queue: string, jobs: readonly ClaimedJob[]): Promise<void>;
+  /** Completes jobs of one queue together (in `db`'s transaction when given). */
+  completeMany(queue: string, jobs: readonly ClaimedJob[], db?: Kysely<DB>): Promise<void>;
   /** Runs the job again at `runAt`, as attempt `attempt`, remembering the error. */
   reschedule(job: ClaimedJob, attempt: number, runAt: number, error: string): Promise<void>;
   /** Jobs not yet done, by queue: due or scheduled, and running. */
@@ -360,21 +369,30 @@ export class JobRunner {
     if (!batch) return;
     const maxAttempts = (state.def.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS).length + 1;
     let done = new Set<string>();
+    // Completed by the handler in its own transaction, which committed if the handler resolved.
+    const completedInside = new Set<string>();
+    const byId = new Map(jobs.map((job) => [job.id, job]));
     try {
       const finished = await batch.handler(
         jobs.map((job) => ({
           payload: job.payload,
           job: { id: job.id, queue: job.queue, attempt: job.attempt, maxAttempts },
         })),
+        async (db, ids) => {
+          const these = ids.map((id) => byId.get(id)).filter((job): job is ClaimedJob => job !== undefined);
+          await this.options.store.completeMany(state.def.name, these, db);
+          for (const job of these) completedInside.add(job.id);
+        },
       );
       done = new Set(finished);
     } catch (err) {
+      completedInside.clear();
       this.options.logger.warn(
         { err, queue: state.def.name, jobs: jobs.length },
         'a batch of jobs failed; running each on its own',
       );
     }
-    const finished = jobs.filter((job) => done.has(job.id));
+    const finished = jobs.filter((job) => done.has(job.id) && !completedInside.has(job.id));
     if (finished.length > 0) {
       try {
         await this.options.store.completeMany(state.def.name, finished);

@@ -144,12 +144,17 @@ export async function createPgBossStore(options: PgBossStoreOptions): Promise<Jo
     async complete(job, trx) {
       await boss.complete(job.queue, job.id, {}, trx ? { db: executorOf(trx) } : {});
     },
-    async completeMany(queue, jobs) {
+    async completeMany(queue, jobs, trx) {
       if (jobs.length === 0) return;
-      await boss.complete(
-        queue,
-        jobs.map((j) => j.id),
-      );
+      const ids = jobs.map((j) => j.id);
+      if (!trx) {
+        await boss.complete(queue, ids);
+        return;
+      }
+      // pg-boss takes (name, id or ids, data, options) for both forms; its types omit `data` for ids.
+      await (
+        boss.complete as (name: string, ids: string[], data: object, options: PgBoss.ConnectionOptions) => Promise<void>
+      ).call(boss, queue, ids, {}, { db: executorOf(trx) });
     },
     async reschedule(job, attempt, runAt, error) {
       // Back to waiting with the runner's delay; started_on and retry_count are cleared so that a

@@ -79,9 +79,9 @@ export function createSqliteJobStore(db: Kysely<DB>, clock: Clock): JobStore {
     async complete(job, trx) {
       await (trx ?? db).deleteFrom('jobs').where('id', '=', job.id).execute();
     },
-    async completeMany(_queue, jobs) {
+    async completeMany(_queue, jobs, trx) {
       if (jobs.length === 0) return;
-      await db
+      await (trx ?? db)
         .deleteFrom('jobs')
         .where(
           'id',

@@ -297,7 +297,7 @@ export class WebhookProcessor {
         onLastFailure: (payload, job, err) => this.keepFailed(job.id, payload, job.attempt, err),
         // Bodies of statuses go in batches: one transaction (one commit) and a few statements for many.
         concurrency: options.concurrency ?? STATUS_BATCH_CONCURRENCY[isPostgres(db) ? 'postgres' : 'sqlite'],
-        batch: { size: STATUS_BATCH, handler: (jobs) => this.applyStatusBatch(jobs) },
+        batch: { size: STATUS_BATCH, handler: (jobs, complete) => this.applyStatusBatch(jobs, complete) },
       });
     }
   }
@@ -330,7 +330,8 @@ export class WebhookProcessor {
    * Bodies holding statuses alone, applied in one transaction (the same outcome as one by one);
    * resolves with their job IDs. A body with an inbound message is left to run on its own (it has
    * waiters, a transaction of its own and an end user to record). The whole batch is a few
-   * statements (`lockMessagesForStatuses`, `applyStatuses`, `raiseStatusesOfMessages`); on
+   * statements (`lockMessagesForStatuses`, `applyStatuses`, `raiseStatusesOfMessages`, and the
+   * completion of the bodies' jobs, so that they are done in the same commit as their work); on
    * PostgreSQL the messages are locked in the order of their IDs so that two batches touching the
    * same messages wait for each other instead of deadlocking. Anything failing rolls the batch
    * back, and each body then runs on its own. So does a body with a status for a message not found
@@ -341,6 +342,7 @@ export class WebhookProcessor {
    */
   async applyStatusBatch(
     jobs: readonly { readonly payload: ProviderWebhookJob; readonly job: JobInfo }[],
+    complete?: (db: Kysely<DB>, ids: readonly string[]) => Promise<void>,
   ): Promise<string[]> {
     const bodies: { id: string; tasks: Extract<Task, { kind: 'status' }>[] }[] = [];
     for (const { payload, job } of jobs) {
@@ -385,6 +387,11 @@ export class WebhookProcessor {
           found.map(({ task, message }) => ({ message, providerMessageId: task.providerMessageId, event: task.event })),
         );
       }
+      // The bodies applied are done in the same commit as their statuses.
+      await complete?.(
+        trx,
+        bodies.filter((b) => !onTheirOwn.has(b.id)).map((b) => b.id),
+      );
     });
     // The events raised are visible now that the batch committed.
     this.jobs?.wake(EVENT_DELIVERY_QUEUE);
