@@ -23,6 +23,7 @@ import {
   dialectsArg,
   entry,
   freePort,
+  type LoadFigures,
   loadFigures,
   loadWithCpu,
   log,
@@ -179,7 +180,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
 }
 
 const results: [string, Figures][] = [];
-const byDialect: Record<string, Record<keyof Figures, ReturnType<typeof loadFigures>>> = {};
+const byDialect: Record<string, Record<keyof Figures, LoadFigures>> = {};
 for (const d of dialectsArg(args.dialects)) {
   const figures = await runDialect(d);
   results.push([d === 'sqlite' ? 'SQLite' : 'PostgreSQL', figures]);

@@ -35,8 +35,8 @@ const dialects = dialectsArg(args.dialects);
 const build = args.cli ? ['--cli', args.cli] : ['--dist'];
 const common = ['--connections', String(args.connections)];
 
-/** The goals, as issue 12 states them: a share of the bare server, p99, sends per second, added p50. */
-export const GOALS = {
+/** The performance goals: a share of the bare server, p99, sends per second, added p50. */
+const GOALS = {
   readShare: { sqlite: 0.5, postgres: 0.25 },
   readP99Ms: 10,
   sendsPerSecond: { sqlite: 2000, postgres: 1200 },

@@ -221,9 +221,9 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     const webhooks = t.ctx.messaging.webhooks;
     const batchSizes: number[] = [];
     const applyStatusBatch = webhooks.applyStatusBatch;
-    webhooks.applyStatusBatch = (jobs) => {
+    webhooks.applyStatusBatch = (jobs, complete) => {
       batchSizes.push(jobs.length);
-      return applyStatusBatch.call(webhooks, jobs);
+      return applyStatusBatch.call(webhooks, jobs, complete);
     };
     webhooks.retryDelaysMs = [20, 20];
     const before = await storedWebhooks(t);
@@ -272,11 +272,11 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     let mostAtOnce = 0;
     let batches = 0;
     const applyStatusBatch = webhooks.applyStatusBatch;
-    webhooks.applyStatusBatch = async (jobs) => {
+    webhooks.applyStatusBatch = async (jobs, complete) => {
       batches++;
       mostAtOnce = Math.max(mostAtOnce, ++running);
       try {
-        return await applyStatusBatch.call(webhooks, jobs);
+        return await applyStatusBatch.call(webhooks, jobs, complete);
       } finally {
         running--;
       }
