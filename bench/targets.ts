@@ -5,6 +5,10 @@
  * measured, the bare server's figure it was compared with, and whether it is met, followed by the
  * three benchmarks' own tables. SQLite, and PostgreSQL when DATABASE_URL is set.
  *
+ * Sends are measured once per `--send-recipients` value: all to one recipient (every send of the
+ * load in one conversation, the same row updated by each), and spread round 1,000 recipients (one
+ * conversation each), as a tenant's traffic is.
+ *
  *   npm run build && node --import tsx bench/targets.ts
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/targets.ts
  *   node --import tsx bench/targets.ts --cli /tmp/before/dist/cli/main.js     # another build
@@ -25,6 +29,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     'send-duration': { type: 'string', default: '10' },
     sequential: { type: 'string', default: '1000' },
+    'send-recipients': { type: 'string', default: '1,1000' },
     connections: { type: 'string', default: '50' },
     dialects: { type: 'string' },
     cli: { type: 'string' },
@@ -93,14 +98,25 @@ const reads = run<ReadsFigures>('reads', [
   String(args.duration),
   ...dialectArgs,
 ]);
-const sends = run<SendFigures>('send', [
-  '--no-statuses',
-  '--duration',
-  String(args['send-duration']),
-  '--sequential',
-  String(args.sequential),
-  ...dialectArgs,
-]);
+const recipientCounts = String(args['send-recipients'])
+  .split(',')
+  .map((n) => Number(n.trim()));
+if (recipientCounts.some((n) => !Number.isInteger(n) || n < 1 || n > 9000)) {
+  throw new Error('--send-recipients: a comma-separated list of whole numbers from 1 to 9,000');
+}
+const sendRuns = recipientCounts.map((recipients) => ({
+  recipients,
+  figures: run<SendFigures>('send', [
+    '--no-statuses',
+    '--duration',
+    String(args['send-duration']),
+    '--sequential',
+    String(args.sequential),
+    '--recipients',
+    String(recipients),
+    ...dialectArgs,
+  ]),
+}));
 rmSync(dir, { recursive: true, force: true });
 
 const NAMES: Record<Dialect, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
@@ -143,11 +159,13 @@ for (const d of dialects) {
       `| (reference server for GET /api/endusers/<id>, no framework) | ${NAMES[d]} | ${(reference.rps / bareOfReference.rps).toFixed(2)}× (${f0(reference.rps)} req/s) | ${f0(bareOfReference.rps)} req/s | | |`,
     );
   }
-  const s = sends[d];
-  if (s) {
+  for (const { recipients, figures } of sendRuns) {
+    const s = figures[d];
+    if (!s) continue;
+    const to = recipients === 1 ? 'one recipient' : `${f0(recipients)} recipients`;
     const goal = GOALS.sendsPerSecond[d];
     row(
-      'POST /api/channels/send: sends/s',
+      `POST /api/channels/send (${to}): sends/s`,
       d,
       f0(s.parley.rps),
       `${f0(s.bare.rps)} req/s`,
@@ -155,7 +173,7 @@ for (const d of dialects) {
       s.parley.rps >= goal,
     );
     row(
-      'POST /api/channels/send: added p50',
+      `POST /api/channels/send (${to}): added p50`,
       d,
       `${f2(s.addedP50)} ms`,
       `sandbox alone ${f2(s.sandbox.oneAtATimeP50)} ms`,
@@ -170,7 +188,8 @@ console.log(
   `\n### The targets, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC\n\n` +
     `${cpu.length} × ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; ` +
     `${args.connections} connections; reads: median of ${args.rounds} alternating rounds of ${args.duration} s ` +
-    `(${f0(Number(args.n))} end users); sends: ${args['send-duration']} s, statuses off, ${args.sequential} one at a time\n`,
+    `(${f0(Number(args.n))} end users); sends: ${args['send-duration']} s, statuses off, ${args.sequential} one at a time, ` +
+    `to ${recipientCounts.map((n) => (n === 1 ? 'one recipient' : `${f0(n)} recipients`)).join(' and to ')}\n`,
 );
 console.log('| target | database | measured | bare server (same run) | goal | |');
 console.log('| - | - | -: | -: | -: | - |');
