@@ -1,7 +1,18 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver,
+  sql,
+} from 'kysely';
 import type pgTypes from 'pg';
 import type { Logger } from 'pino';
 import { ConfigError, type DatabaseConfig } from '../config.js';
@@ -34,6 +45,30 @@ function loadPg(): Promise<typeof pgTypes> {
   return pgModule;
 }
 
+/**
+ * SQLite through Kysely, with every transaction begun `BEGIN IMMEDIATE`: it takes the write lock
+ * at its start, waiting for another connection's (`busy_timeout`) as any write does. Kysely's own
+ * `BEGIN` is deferred: a transaction that reads, then writes, asks for the lock only at its first
+ * write, and if another process (the CLI, a second server) committed in between, SQLite refuses it
+ * at once as "database is locked" (its snapshot is stale), whatever the busy timeout. Every
+ * transaction Parley opens writes, so nothing waits for a lock it would not have taken anyway.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+class ImmediateSqliteDialect extends SqliteDialect {
+  constructor(private readonly settings: SqliteDialectConfig) {
+    super(settings);
+  }
+
+  override createDriver(): Driver {
+    return new ImmediateSqliteDriver(this.settings);
+  }
+}
+
 export interface OpenOptions {
   poolSize?: number;
   /** Told of connection errors that reach no query (an idle connection dropped by the server). */
@@ -51,7 +86,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     // A write waits this long for another connection's lock, then fails as busy (a 503).
     sqlite.pragma(`busy_timeout = ${Math.floor(config.busyTimeoutMs)}`);
     sqlite.pragma('foreign_keys = ON');
-    const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+    const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
     useSqliteStatements(db, sqlite);
     const checkpointer = options.backgroundCheckpoints
       ? startCheckpointer(sqlite, options.logger ? { logger: options.logger } : {})
