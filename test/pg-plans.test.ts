@@ -5,7 +5,12 @@ import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { recipientQuery, recipientStoringMessage } from '../src/conversations/conversation.repository.js';
+import {
+  findRecipientStoringMessage,
+  recipientQuery,
+  recipientStoringMessage,
+  recipientsStoringMessages,
+} from '../src/conversations/conversation.repository.js';
 import { dropPostgresSchema, postgresSettingWarnings } from '../src/db/database.js';
 import { MESSAGE_COLUMNS } from '../src/messaging/message.repository.js';
 import { startServer } from '../src/server.js';
@@ -106,8 +111,17 @@ describe.skipIf(!PG_URL)('PostgreSQL plans of the send path', () => {
 
   /** The plan of one run of a statement, prepared as the server prepares it (rolled back after). */
   async function planOf(name: string, statement: { sql: string; parameters: unknown[] }): Promise<PlanNode> {
-    const literal = (v: unknown) =>
-      v === null || v === undefined ? 'null' : typeof v === 'number' ? String(v) : client.escapeLiteral(String(v));
+    // An array as PostgreSQL's array literal, each element quoted (NULL for null).
+    const element = (e: unknown) =>
+      e === null || e === undefined ? 'NULL' : `"${String(e).replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
+    const literal = (v: unknown): string =>
+      v === null || v === undefined
+        ? 'null'
+        : typeof v === 'number'
+          ? String(v)
+          : Array.isArray(v)
+            ? client.escapeLiteral(`{${v.map(element).join(',')}}`)
+            : client.escapeLiteral(String(v));
     await client.query(`prepare ${name} as ${statement.sql}`);
     await client.query('begin');
     try {
@@ -167,6 +181,108 @@ describe.skipIf(!PG_URL)('PostgreSQL plans of the send path', () => {
     expect(rowsRead(plan)).toMatchObject({ key_epoch: 1, end_users: 1, conversations: 1, droppedByJoins: 0 });
     // Rolled back: nothing was stored by the EXPLAIN.
     expect(await t.ctx.db.selectFrom('messages').select('id').where('id', '=', 'msg_plan').execute()).toEqual([]);
+  });
+
+  /** The values of `recipientsStoringMessages` for these sends, as the send path passes them. */
+  const STORED = MESSAGE_COLUMNS.filter((c) => c !== 'conversation_id');
+  type Store = { phone: string; epoch: number; liveSince: number; message: ReturnType<typeof templateMessageRow> };
+  const storeValues = (sends: Store[]) => [
+    sends.map(() => orgId),
+    sends.map(() => agentId),
+    sends.map((x) => x.phone),
+    sends.map((x) => x.epoch),
+    sends.map((x) => x.liveSince),
+    ...STORED.map((c) => sends.map((x) => x.message[c])),
+  ];
+  const currentEpoch = async () =>
+    Number((await client.query<{ epoch: string }>('select epoch from key_epoch where id = 1')).rows[0]?.epoch);
+  const storeOf = (i: number, id: string, epoch: number, liveSince: number): Store => ({
+    phone: phoneOf(i),
+    epoch,
+    liveSince,
+    message: templateMessageRow(
+      { orgId, agentId, numberId: 'num_plan', providerMessageId: null, at: Date.now() },
+      { id, to_phone: phoneOf(i), template_parameters: '{"body":["a \\"quoted\\", {braced} \\\\ value"],"header":[]}' },
+    ),
+  });
+
+  it('does the same for the sends of one turn, in one statement: each recipient read once', async () => {
+    const epoch = await currentEpoch();
+    const sends = [45, 46, 47].map((i) => storeOf(i, `msg_plan_many${i}`, epoch, Date.now() - 60_000));
+    const plan = await planOf('recipients_store', recipientsStoringMessages.statement(t.ctx.db, storeValues(sends)));
+    expect(rowsRead(plan)).toMatchObject({ key_epoch: 1, end_users: 3, conversations: 3, droppedByJoins: 0 });
+    const ids = sends.map((x) => x.message.id);
+    expect(await t.ctx.db.selectFrom('messages').select('id').where('id', 'in', ids).execute()).toEqual([]);
+  });
+
+  it("the statement of one turn stores each send's message by its own epoch and its own live conversation", async () => {
+    const epoch = await currentEpoch();
+    const now = Date.now();
+    const sends = [
+      storeOf(60, 'msg_turn_live', epoch, now - 60_000), // stored
+      storeOf(61, 'msg_turn_stale_key', epoch - 1, now - 60_000), // a key epoch that has moved: not stored
+      storeOf(OPEN_CONVERSATIONS + 5, 'msg_turn_unknown', epoch, now - 60_000), // no such end user
+      storeOf(62, 'msg_turn_idle', epoch, now + 60_000), // the conversation not live: not stored
+      storeOf(60, 'msg_turn_live_again', epoch, now - 60_000), // the same recipient again: stored too
+    ];
+    const { rows } = await recipientsStoringMessages(t.ctx.db, storeValues(sends));
+    expect(rows.map((r) => [r.u_id, r.id, r.stored, Number(r.key_epoch)])).toEqual([
+      ['eu_plan60', 'conv_plan60', true, epoch],
+      ['eu_plan61', 'conv_plan61', false, epoch],
+      [null, null, false, epoch],
+      ['eu_plan62', 'conv_plan62', false, epoch],
+      ['eu_plan60', 'conv_plan60', true, epoch],
+    ]);
+    const stored = await t.ctx.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('id', 'like', 'msg_turn_%')
+      .orderBy('id')
+      .execute();
+    expect(stored.map((m) => [m.id, m.conversation_id])).toEqual([
+      ['msg_turn_live', 'conv_plan60'],
+      ['msg_turn_live_again', 'conv_plan60'],
+    ]);
+    // Stored whole, the JSON with its quotes, braces and backslashes as it was given.
+    expect(stored[0]).toEqual({ ...sends[0]?.message, conversation_id: 'conv_plan60' });
+    await t.ctx.db.deleteFrom('messages').where('id', 'like', 'msg_turn_%').execute();
+  });
+
+  it('the sends of one turn of the event loop go as that one statement, and each gets its own answer', async () => {
+    const epoch = await currentEpoch();
+    const now = Date.now();
+    const sends = [
+      storeOf(70, 'msg_same_turn_a', epoch, now - 60_000),
+      storeOf(71, 'msg_same_turn_b', epoch - 1, now - 60_000),
+      storeOf(72, 'msg_same_turn_c', epoch, now - 60_000),
+    ];
+    const texts: string[] = [];
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const config = args[0] as string | { text?: string };
+      texts.push(typeof config === 'string' ? config : (config.text ?? ''));
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    let results: Awaited<ReturnType<typeof findRecipientStoringMessage>>[];
+    try {
+      results = await Promise.all(
+        sends.map((x) => findRecipientStoringMessage(t.ctx.db, { orgId, agentId, ...x, message: x.message })),
+      );
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    expect(results.map((r) => [r.known?.endUser.id, r.known?.open?.id, r.stored, r.epoch])).toEqual([
+      ['eu_plan70', 'conv_plan70', true, epoch],
+      ['eu_plan71', 'conv_plan71', false, epoch],
+      ['eu_plan72', 'conv_plan72', true, epoch],
+    ]);
+    // One statement for the three, and none of the statement of one.
+    const inserts = texts.filter((text) => /insert into "?messages"?/.test(text));
+    expect(inserts).toHaveLength(1);
+    expect(inserts[0]).toMatch(/^with v as \(/);
+    const stored = await t.ctx.db.selectFrom('messages').select('id').where('id', 'like', 'msg_same_turn_%').execute();
+    expect(stored.map((m) => m.id).sort()).toEqual(['msg_same_turn_a', 'msg_same_turn_c']);
+    await t.ctx.db.deleteFrom('messages').where('id', 'like', 'msg_same_turn_%').execute();
   });
 });
 

@@ -1,6 +1,6 @@
 import { type Kysely, type QueryCreator, sql } from 'kysely';
 import { byIdWithKeyEpoch } from '../db/by-id-with-key-epoch.js';
-import { isPostgres, precompiled, slot } from '../db/precompiled.js';
+import { batchedOnPostgres, isPostgres, precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import { MESSAGE_COLUMN_TYPES, MESSAGE_COLUMNS } from '../messaging/message.repository.js';
 import type { MessageTable } from '../messaging/messaging.tables.js';
@@ -146,28 +146,88 @@ export const recipientStoringMessage = precompiled((db) =>
 );
 
 /**
+ * PostgreSQL: `recipientStoringMessage` for the sends of one turn of the event loop, in one
+ * statement: a row per send, in their order (`i`), each with its recipient and whether its message
+ * was stored, by the same tests as the statement of one (its own key epoch, its recipient's
+ * conversation with its agent open and live). The arrays go in through sub-selects, so that the
+ * prepared statement keeps its generic plan (see `byIdWithKeyEpoch`). Exported for the tests.
+ */
+export const recipientsStoringMessages = precompiled<RecipientRow & { stored: boolean }>((db) => {
+  const lead = ['org_id', 'agent_id', 'phone', 'epoch', 'live_since'] as const;
+  const leadTypes = ['text', 'text', 'text', 'bigint', 'bigint'];
+  const arrays = [
+    ...leadTypes.map((type, i) => sql`(select ${slot(i)}::${sql.raw(type)}[])`),
+    ...STORED_COLUMNS.map((c, i) => sql`(select ${slot(lead.length + i)}::${sql.raw(MESSAGE_COLUMN_TYPES[c])}[])`),
+  ];
+  const names = [...lead, ...STORED_COLUMNS.map((c) => `m_${c}`), 'i'].join(', ');
+  return {
+    compile: () =>
+      sql`with v as (
+        select * from unnest(${sql.join(arrays)}) with ordinality as v(${sql.raw(names)})
+      ), r as (
+        select v.*, k.epoch as key_epoch, u.id as u_id, u.name as u_name, u.email as u_email,
+          ${sql.raw(CONVERSATION_COLUMNS.map((c) => `c.${c} as c_${c}`).join(', '))}
+        from v
+        cross join key_epoch k
+        left join end_users u on u.org_id = v.org_id and u.phone = v.phone
+        left join conversations c
+          on c.org_id = u.org_id and c.end_user_id = u.id and c.agent_id = v.agent_id and c.status = ${OPEN}
+        where k.id = 1
+      ), stored as (
+        insert into messages (${sql.raw([...STORED_COLUMNS, 'conversation_id'].join(', '))})
+        select ${sql.raw([...STORED_COLUMNS.map((c) => `r.m_${c}`), 'r.c_id'].join(', '))} from r
+        where r.key_epoch = r.epoch and r.c_id is not null and r.c_last_message_at >= r.live_since
+        returning id
+      )
+      select r.key_epoch, r.u_id, r.u_name, r.u_email,
+        ${sql.raw(CONVERSATION_COLUMNS.map((c) => `r.c_${c} as ${c}`).join(', '))},
+        exists (select 1 from stored where stored.id = r.m_id) as stored
+      from r
+      order by r.i`.compile(db),
+  };
+});
+
+interface RecipientStoringInput {
+  readonly orgId: string;
+  readonly agentId: string;
+  readonly phone: string;
+  readonly epoch: number;
+  readonly liveSince: number;
+  readonly message: MessageTable;
+}
+
+type RecipientStored = { known: KnownRecipient | undefined; epoch: number; stored: boolean };
+
+/**
  * `findRecipient` on PostgreSQL, storing `message` (its `conversation_id` aside) with the
  * recipient's live conversation when there is one and the key epoch is still `epoch`; `stored`
  * says whether it did. If not, the caller stores the message itself, as after `findRecipient`.
+ * The calls of one turn of the event loop share one statement and one commit
+ * (`recipientsStoringMessages`); if that statement fails, each runs again alone.
  */
-export async function findRecipientStoringMessage(
-  db: Kysely<DB>,
-  input: {
-    orgId: string;
-    agentId: string;
-    phone: string;
-    epoch: number;
-    liveSince: number;
-    message: MessageTable;
+export const findRecipientStoringMessage = batchedOnPostgres<RecipientStoringInput, RecipientStored>(
+  async (db, { orgId, agentId, phone, epoch, liveSince, message }) => {
+    const values = [orgId, agentId, phone, ...STORED_COLUMNS.map((c) => message[c]), epoch, liveSince];
+    const row = (await recipientStoringMessage(db, values)).rows[0];
+    if (!row) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
+    const { stored, ...recipient } = row;
+    return { ...recipientOf(recipient), stored: Number(stored) > 0 };
   },
-): Promise<{ known: KnownRecipient | undefined; epoch: number; stored: boolean }> {
-  const { orgId, agentId, phone, epoch, liveSince, message } = input;
-  const values = [orgId, agentId, phone, ...STORED_COLUMNS.map((c) => message[c]), epoch, liveSince];
-  const row = (await recipientStoringMessage(db, values)).rows[0];
-  if (!row) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
-  const { stored, ...recipient } = row;
-  return { ...recipientOf(recipient), stored: Number(stored) > 0 };
-}
+  async (db, inputs) => {
+    const { rows } = await recipientsStoringMessages(db, [
+      inputs.map((x) => x.orgId),
+      inputs.map((x) => x.agentId),
+      inputs.map((x) => x.phone),
+      inputs.map((x) => x.epoch),
+      inputs.map((x) => x.liveSince),
+      ...STORED_COLUMNS.map((c) => inputs.map((x) => x.message[c])),
+    ]);
+    return rows.map((row) => {
+      const { stored, ...recipient } = row;
+      return { ...recipientOf(recipient), stored: stored === true };
+    });
+  },
+);
 
 const byId = precompiled((db) =>
   db.selectFrom('conversations').selectAll().where('org_id', '=', slot<string>(0)).where('id', '=', slot<string>(1)),
