@@ -28,13 +28,13 @@ describe('SQLite transactions and another process writing', () => {
     const database = await openDatabase({ kind: 'sqlite', file, busyTimeoutMs: 2_000 });
     await migrateToLatest(database.db);
     const org = await createOrganization(database.db, systemClock, { name: 'Acme', plan: 'paid' });
-    // Another process's connection, which gives up at once rather than wait for a lock.
-    const other = new SQLite(file, { timeout: 0 });
-    return { database, org, other };
+    return { database, org, file };
   }
 
   it('a transaction that reads, then writes, holds the write lock from its start: a write elsewhere meanwhile waits', async () => {
-    const { database, org, other } = await open();
+    const { database, org, file } = await open();
+    // Another process's connection, which gives up at once rather than wait for a lock.
+    const other = new SQLite(file, { timeout: 0 });
     try {
       let elsewhere = 'not tried';
       await inTransaction(database.db, async (trx) => {
@@ -69,9 +69,7 @@ describe('SQLite transactions and another process writing', () => {
   });
 
   it('a plan change started while another process holds the write lock waits for it, then goes in', async () => {
-    const { database, org, other } = await open();
-    other.close();
-    const file = join(dirs.at(-1) ?? '', 'parley.db');
+    const { database, org, file } = await open();
     // Another process takes the write lock, writes, says so, and commits 500 ms later.
     const child = spawn(
       process.execPath,

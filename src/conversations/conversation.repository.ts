@@ -153,13 +153,17 @@ export const recipientStoringMessage = precompiled((db) =>
  * prepared statement keeps its generic plan (see `byIdWithKeyEpoch`). Exported for the tests.
  */
 export const recipientsStoringMessages = precompiled<RecipientRow & { stored: boolean }>((db) => {
-  const lead = ['org_id', 'agent_id', 'phone', 'epoch', 'live_since'] as const;
-  const leadTypes = ['text', 'text', 'text', 'bigint', 'bigint'];
-  const arrays = [
-    ...leadTypes.map((type, i) => sql`(select ${slot(i)}::${sql.raw(type)}[])`),
-    ...STORED_COLUMNS.map((c, i) => sql`(select ${slot(lead.length + i)}::${sql.raw(MESSAGE_COLUMN_TYPES[c])}[])`),
+  // Each array's column in `v` and its type: the send's own values, then its message's columns.
+  const columns: [string, string][] = [
+    ['org_id', 'text'],
+    ['agent_id', 'text'],
+    ['phone', 'text'],
+    ['epoch', 'bigint'],
+    ['live_since', 'bigint'],
+    ...STORED_COLUMNS.map((c): [string, string] => [`m_${c}`, MESSAGE_COLUMN_TYPES[c]]),
   ];
-  const names = [...lead, ...STORED_COLUMNS.map((c) => `m_${c}`), 'i'].join(', ');
+  const arrays = columns.map(([, type], i) => sql`(select ${slot(i)}::${sql.raw(type)}[])`);
+  const names = [...columns.map(([name]) => name), 'i'].join(', ');
   return {
     compile: () =>
       sql`with v as (
