@@ -13,6 +13,7 @@ import { createJobRunner } from './jobs/jobs.js';
 import { createMessaging, type Messaging } from './messaging/messaging.js';
 import { Metrics } from './ops/metrics.js';
 import { createSendRateLimiter, type SendRateLimiter } from './rate-limit/send-rate-limiter.js';
+import { AfterAnswer } from './shared/after-answer.js';
 import { type Clock, systemClock } from './shared/clock.js';
 
 /** Paths that must never reach a log line. */
@@ -75,6 +76,8 @@ export interface AppContext {
   readonly idleSweeper: IdleSweeper;
   /** Paces each number's campaign sends (PARLEY_NUMBER_MPS), counting its interactive sends. */
   readonly numberPacer: NumberPacer;
+  /** What requests left to run after their answer (the statuses that outran a send); close() waits for it. */
+  readonly afterAnswer: AfterAnswer;
   close(): Promise<void>;
 }
 
@@ -151,6 +154,7 @@ export async function createContext(
     logger,
   );
   if (options.workJobs !== false) idleSweeper.start();
+  const afterAnswer = new AfterAnswer(logger);
   const ctx: AppContext = {
     config,
     region,
@@ -166,7 +170,10 @@ export async function createContext(
     metrics,
     idleSweeper,
     numberPacer,
+    afterAnswer,
     async close() {
+      // Before the job runner and the database: this work writes and raises events.
+      await afterAnswer.idle();
       await idleSweeper.stop();
       await jobs.stop();
       await eventDeliverer.close();

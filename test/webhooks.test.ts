@@ -872,6 +872,8 @@ describe.each(DIALECTS)('a status before its message is stored (%s)', (dialect) 
         payload: templateSend(),
       });
       expect(sent.json().messageId).toBe('wamid.EARLY1');
+      // Applied just after the send's answer.
+      await t.ctx.afterAnswer.idle();
       const after = await t.app.inject({
         method: 'GET',
         url: '/api/messages/wamid.EARLY1',

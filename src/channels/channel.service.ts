@@ -135,6 +135,7 @@ export async function sendChannelMessage(
     content,
     conversation: { origin: 'manual', required: false },
     confirmKey,
+    afterAnswer: ctx.afterAnswer,
   });
   if (!result.ok) throw sendFailureError(result);
   return {

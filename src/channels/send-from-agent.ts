@@ -29,6 +29,7 @@ import {
 import type { MessageTable } from '../messaging/messaging.tables.js';
 import type { ProviderResult, ProviderSend } from '../messaging/provider.js';
 import { endUserPhoneOf, windowKey } from '../numbers/phone.js';
+import type { AfterAnswer } from '../shared/after-answer.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
@@ -261,6 +262,11 @@ export interface SendFromAgentInput {
    * and the cache dropped, so the agent's number is then read afresh too.
    */
   readonly confirmKey?: KeyEpochConfirmer | undefined;
+  /**
+   * An API request's: the statuses that outran the send are applied after its answer (the send
+   * waits for them otherwise, as a campaign delivery does, so its job ends with them done).
+   */
+  readonly afterAnswer?: AfterAnswer | undefined;
 }
 
 export type SendFromAgentResult =
@@ -484,16 +490,14 @@ export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput):
     };
   }
   const events = { db: ctx.db, jobs: ctx.jobs, clock: ctx.clock };
+  let accepted = false;
   await record('the acceptance', async () => {
-    // Pending statuses are read only after the acceptance is committed (a status webhook stores
-    // one, then looks for the message again).
     await recordAcceptance(ctx.db, {
       id: send.callbackData,
       providerMessageId: result.messageId,
       at,
       conversation: opened ? { id: opened.row.id, now } : null,
     });
-    const early = await applyPendingStatuses(ctx.db, send.callbackData, result.messageId, send.phoneNumberId);
     if (opened?.created && endUser) {
       await emitConversationStarted(events, opened.row, {
         endUser: { id: endUser.id, name: endUser.name, phone: endUser.phone, email: endUser.email },
@@ -502,9 +506,26 @@ export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput):
       });
       ctx.jobs.wake(EVENT_DELIVERY_QUEUE);
     }
-    // Statuses that outran the provider's answer: told after conversation.started.
-    await raiseMessageStatuses(events, send.callbackData, result.messageId, early);
+    accepted = true;
   });
+  // Statuses that outran the message (a webhook without our callback data, stored as pending
+  // before the message had its provider ID): read only once the acceptance is committed, as a
+  // status webhook stores one and then looks for the message again. Told after
+  // conversation.started. Nothing in the answer depends on them, so an API request answers first.
+  const outran = async () => {
+    const applied = await applyPendingStatuses(ctx.db, send.callbackData, result.messageId, send.phoneNumberId);
+    await raiseMessageStatuses(events, send.callbackData, result.messageId, applied);
+  };
+  if (accepted) {
+    if (input.afterAnswer) {
+      input.afterAnswer.run('applying the statuses that outran a send', outran, {
+        messageId: send.callbackData,
+        providerMessageId: result.messageId,
+      });
+    } else {
+      await record('the statuses that outran it', outran);
+    }
+  }
   return {
     ok: true,
     id: send.callbackData,

@@ -54,6 +54,7 @@ export async function startTrigger(
       context,
       required: true,
     },
+    afterAnswer: ctx.afterAnswer,
   });
   if (!result.ok) throw sendFailureError(result);
   if (!result.conversationId || !result.endUserId) {
