@@ -5,7 +5,7 @@
  * back (node-postgres's `Client#query`), counted from the moment the request reached the server,
  * and when the answer was finished. At exit it writes the medians of the last 1,000 sends as a
  * Markdown table to SEND_TIMELINE_OUT. The gaps between statements are Parley's own work and the
- * provider call (the sandbox).
+ * provider call (the sandbox). Statements that leave once the answer is finished are listed after it.
  *
  *   SEND_TIMELINE_OUT=/tmp/timeline.md NODE_OPTIONS="--import ./bench/send-timeline.mjs" \
  *     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test \
@@ -69,13 +69,20 @@ if (out && process.argv.includes('serve') && process.env.DATABASE_URL) {
       return s.length ? s[Math.floor((s.length - 1) / 2)] : Number.NaN;
     };
     const ms = (x) => (x * 1000).toFixed(0);
+    // Statements that left once the answer was finished are work done after it (not the send's time).
+    const before = (s) => s.statements.filter((q) => q.sent < s.end);
+    const after = (s) => s.statements.filter((q) => q.sent >= s.end);
     // The shape most sends had (the same statements in the same order), so steps line up.
     const shapes = new Map();
     for (const s of done) {
-      const shape = s.statements.map((q) => q.name).join(' > ');
+      const shape = `${before(s)
+        .map((q) => q.name)
+        .join(' > ')} | ${after(s)
+        .map((q) => q.name)
+        .join(' > ')}`;
       shapes.set(shape, [...(shapes.get(shape) ?? []), s]);
     }
-    const [shape, sends] = [...shapes.entries()].sort((a, b) => b[1].length - a[1].length)[0] ?? ['', []];
+    const [shape, sends] = [...shapes.entries()].sort((a, b) => b[1].length - a[1].length)[0] ?? [' | ', []];
     const lines = [
       `${sends.length} of the last ${done.length} sends made these statements in this order (medians, µs from the request's arrival):`,
       '',
@@ -88,10 +95,11 @@ if (out && process.argv.includes('serve') && process.env.DATABASE_URL) {
         `| ${label} | ${ms(median(starts))} | ${ms(median(ends))} | ${ms(median(ends.map((e, i) => e - starts[i])))} |`,
       );
     };
-    shape.split(' > ').forEach((name, i) => {
+    const [beforeShape, afterShape] = shape.split(' | ');
+    beforeShape.split(' > ').forEach((name, i) => {
       if (!name) return;
-      const starts = sends.map((s) => s.statements[i].sent - s.start);
-      const ends = sends.map((s) => s.statements[i].answered - s.start);
+      const starts = sends.map((s) => before(s)[i].sent - s.start);
+      const ends = sends.map((s) => before(s)[i].answered - s.start);
       row('Parley (and the provider call, if between)', previous, starts);
       row(`statement \`${name}\``, starts, ends);
       previous = ends;
@@ -101,6 +109,14 @@ if (out && process.argv.includes('serve') && process.env.DATABASE_URL) {
       previous,
       sends.map((s) => s.end - s.start),
     );
+    afterShape.split(' > ').forEach((name, i) => {
+      if (!name) return;
+      row(
+        `after the answer: statement \`${name}\``,
+        sends.map((s) => after(s)[i].sent - s.start),
+        sends.map((s) => after(s)[i].answered - s.start),
+      );
+    });
     lines.push('', `Whole send inside the server: ${ms(median(sends.map((s) => s.end - s.start)))} µs (median).`);
     writeFileSync(out, `${lines.join('\n')}\n`);
   });
