@@ -55,6 +55,8 @@ type SendFigures = {
   sandbox: LoadFigures & { oneAtATimeP50: number };
   parley: LoadFigures & { oneAtATimeP50: number };
   addedP50: number;
+  /** The sandbox and Parley one request at a time, taking turns (what the added-p50 goal is judged on). */
+  interleaved?: { sandboxP50: number; parleyP50: number; addedP50: number };
 };
 
 const dir = mkdtempSync(join(tmpdir(), 'parley-targets-'));
@@ -172,13 +174,16 @@ for (const d of dialects) {
       `≥ ${f0(goal)}`,
       s.parley.rps >= goal,
     );
+    const turns = s.interleaved;
     row(
       `POST /api/channels/send (${to}): added p50`,
       d,
-      `${f2(s.addedP50)} ms`,
-      `sandbox alone ${f2(s.sandbox.oneAtATimeP50)} ms`,
+      turns ? `${f2(turns.addedP50)} ms (apart: ${f2(s.addedP50)} ms)` : `${f2(s.addedP50)} ms`,
+      turns
+        ? `sandbox ${f2(turns.sandboxP50)} ms in turn (alone ${f2(s.sandbox.oneAtATimeP50)} ms)`
+        : `sandbox alone ${f2(s.sandbox.oneAtATimeP50)} ms`,
       `< ${GOALS.addedP50Ms} ms`,
-      s.addedP50 < GOALS.addedP50Ms,
+      (turns?.addedP50 ?? s.addedP50) < GOALS.addedP50Ms,
     );
   }
 }
