@@ -24,6 +24,7 @@ import {
   failWrites,
   inboundPayload,
   type MessagingTestApp,
+  makeNumber,
   makeSendingTenant,
   postWebhook,
   randomPhone,
@@ -31,6 +32,7 @@ import {
   startFakeProvider,
   statusPayload,
   storedWebhooks,
+  templateMessageRow,
   templateSend,
 } from './helpers/messaging.js';
 
@@ -978,6 +980,119 @@ describe.each(DIALECTS)('pending statuses (%s)', (dialect) => {
         { provider_message_id: 'wamid.NEVER3' },
       ]);
     } finally {
+      await t.close();
+    }
+  });
+});
+
+describe.each(DIALECTS)('pending statuses of a send that stopped after its acceptance (%s)', (dialect) => {
+  it('are applied, and told, by the next node to start, and by a running one within 10 minutes', async () => {
+    const clock = new ManualClock(T0);
+    const t = await createMessagingApp(dialect, { clock, webhooks: false });
+    let again: TestApp | undefined;
+    try {
+      const tenant = await makeSendingTenant(t.ctx);
+      const endpoint = await createEndpoint(t.ctx.db, t.ctx.clock, {
+        orgId: tenant.org.id,
+        url: 'http://127.0.0.1:9/',
+        events: 'message.status',
+      });
+      const pnid = tenant.number.phoneNumberId;
+      // Statuses without our callback data, before their messages have provider IDs: kept as pending.
+      await postWebhook(
+        t,
+        statusPayload(pnid, [
+          { id: 'wamid.STOPPED1', status: 'delivered', timestamp: T0 },
+          { id: 'wamid.STOPPED2', status: 'read', timestamp: T0 },
+          { id: 'wamid.ELSEWHERE', status: 'read', timestamp: T0 },
+        ]),
+      );
+      // Sends whose acceptances were committed, then their process stopped before its work after
+      // the answer; and a message of ours the third status's number does not send from.
+      const row = (providerMessageId: string, numberId = tenant.number.id) =>
+        templateMessageRow({
+          orgId: tenant.org.id,
+          agentId: tenant.agent.id,
+          numberId,
+          providerMessageId,
+          at: T0,
+        });
+      const other = await makeNumber(t.ctx, tenant.org.id);
+      const [first, second, elsewhere] = [
+        row('wamid.STOPPED1'),
+        row('wamid.STOPPED2'),
+        row('wamid.ELSEWHERE', other.id),
+      ];
+      // The last in ID order, behind more messages of the other number than one read takes, each
+      // with a status reported for this number: those never keep it from being found.
+      second.id = `msg_${'z'.repeat(16)}`;
+      const crowd = Array.from({ length: 120 }, (_, i) => row(`wamid.CROWD${i}`, other.id));
+      await t.ctx.db
+        .insertInto('messages')
+        .values([first, second, elsewhere, ...crowd])
+        .execute();
+      await t.ctx.db
+        .insertInto('pending_statuses')
+        .values(
+          crowd.map((m) => ({
+            provider_message_id: m.provider_message_id as string,
+            phone_number_id: pnid,
+            status: 'sent',
+            occurred_at: T0,
+            received_at: T0,
+            error_code: null,
+            error_message: null,
+          })),
+        )
+        .execute();
+      const statusOf = async (id: string) =>
+        (await t.ctx.db.selectFrom('messages').select('status').where('id', '=', id).executeTakeFirstOrThrow()).status;
+      const pending = () =>
+        t.ctx.db.selectFrom('pending_statuses').select('provider_message_id').orderBy('provider_message_id').execute();
+      expect(await statusOf(first.id)).toBe('accepted');
+
+      // A node starting on the same database applies what it finds for the message's own number.
+      again = await createQuietTestApp(dialect, { shareWith: t, clock, workJobs: false });
+      await again.ctx.messaging.webhooks.recover();
+      expect(await statusOf(first.id)).toBe('delivered');
+      expect(await statusOf(second.id)).toBe('read');
+      expect(await statusOf(elsewhere.id)).toBe('accepted');
+      expect((await pending()).filter((p) => !p.provider_message_id.startsWith('wamid.CROWD'))).toEqual([
+        { provider_message_id: 'wamid.ELSEWHERE' },
+      ]);
+      expect(await pending()).toHaveLength(121);
+      const history = await t.ctx.db
+        .selectFrom('message_statuses')
+        .select(['message_id', 'status'])
+        .orderBy('status')
+        .execute();
+      expect(history).toEqual([
+        { message_id: first.id, status: 'delivered' },
+        { message_id: second.id, status: 'read' },
+      ]);
+      const told = await t.ctx.db
+        .selectFrom('event_deliveries')
+        .select('payload')
+        .where('endpoint_id', '=', endpoint.id)
+        .execute();
+      expect(
+        told
+          .map((r) => JSON.parse(r.payload).data)
+          .map((d: { messageId: string; status: string }) => `${d.messageId} ${d.status}`)
+          .sort(),
+      ).toEqual(['wamid.STOPPED1 delivered', 'wamid.STOPPED2 read']);
+
+      // A running node does the same at most every 10 minutes, as statuses come in.
+      await postWebhook(t, statusPayload(pnid, [{ id: 'wamid.STOPPED3', status: 'sent', timestamp: T0 }]));
+      const third = row('wamid.STOPPED3');
+      await t.ctx.db.insertInto('messages').values(third).execute();
+      await postWebhook(t, statusPayload(pnid, [{ id: 'wamid.UNRELATED', status: 'sent', timestamp: T0 }]));
+      expect(await statusOf(third.id)).toBe('accepted');
+      clock.advance(10 * 60 * 1000);
+      await postWebhook(t, statusPayload(pnid, [{ id: 'wamid.UNRELATED2', status: 'sent', timestamp: clock.now() }]));
+      expect(await statusOf(third.id)).toBe('sent');
+    } finally {
+      await again?.close();
       await t.close();
     }
   });

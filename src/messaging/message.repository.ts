@@ -507,6 +507,37 @@ export async function purgePendingStatuses(db: Kysely<DB>, cutoff: number): Prom
   return Number(result.numDeletedRows);
 }
 
+/**
+ * Messages that now have the provider ID of a pending status reported for their number (or for
+ * none): statuses a send would have applied just after its answer, had its process not stopped
+ * first. At most `limit`, each once, with its number's provider ID.
+ */
+export async function messagesWithPendingStatuses(
+  db: Kysely<DB>,
+  limit: number,
+): Promise<{ id: string; providerMessageId: string; phoneNumberId: string }[]> {
+  const rows = await db
+    .selectFrom('pending_statuses')
+    .innerJoin('messages', 'messages.provider_message_id', 'pending_statuses.provider_message_id')
+    .innerJoin('messaging_numbers', 'messaging_numbers.id', 'messages.number_id')
+    .where((eb) =>
+      eb.or([
+        eb('pending_statuses.phone_number_id', 'is', null),
+        eb('pending_statuses.phone_number_id', '=', eb.ref('messaging_numbers.phone_number_id')),
+      ]),
+    )
+    .select(['messages.id', 'messages.provider_message_id', 'messaging_numbers.phone_number_id'])
+    .distinct()
+    .orderBy('messages.id')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    providerMessageId: r.provider_message_id as string,
+    phoneNumberId: r.phone_number_id,
+  }));
+}
+
 const windowQuery = precompiled((db) =>
   db
     .selectFrom('messaging_windows')

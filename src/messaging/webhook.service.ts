@@ -19,6 +19,7 @@ import {
   applyStatuses,
   findMessageForStatus,
   lockMessagesForStatuses,
+  messagesWithPendingStatuses,
   openWindow,
   PENDING_STATUS_TTL_MS,
   PROVIDER_STATUSES,
@@ -201,6 +202,8 @@ export interface ProviderWebhookJob {
 export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [500, 2_000, 8_000, 30_000];
 /** How often a process deletes expired pending statuses (as statuses come in, so no timer to stop). */
 const PURGE_EVERY_MS = 10 * 60 * 1000;
+/** Messages with pending statuses handled per read when tidying them. */
+const PENDING_BATCH = 100;
 /** How often a caller waiting for an inbound message looks whether another node applied it. */
 const INBOUND_POLL_MS = 200;
 
@@ -628,7 +631,11 @@ export class WebhookProcessor {
     this.inboundWaiters.get(providerMessageId)?.(outcome);
   }
 
-  /** Deletes pending statuses past the provider's retry horizon, at most every 10 minutes. */
+  /**
+   * At most every 10 minutes (and at start-up): deletes pending statuses past the provider's retry
+   * horizon, and applies those whose message has its provider ID by now. A send applies them just
+   * after its answer; this finds those of a send whose process stopped before it could.
+   */
   private async purgePending(): Promise<void> {
     const now = this.clock.now();
     if (now - this.lastPurge < PURGE_EVERY_MS) return;
@@ -638,6 +645,23 @@ export class WebhookProcessor {
       if (purged > 0) this.logger.info({ purged }, 'deleted statuses of unknown messages older than 7 days');
     } catch (err) {
       this.logger.error({ err }, 'could not delete expired pending statuses');
+    }
+    try {
+      let applied = 0;
+      // Each round deletes what it applied; bounded all the same, the rest waits for the next time.
+      for (let round = 0; round < 100; round++) {
+        const found = await messagesWithPendingStatuses(this.db, PENDING_BATCH);
+        for (const { id, providerMessageId, phoneNumberId } of found) {
+          const statuses = await applyPendingStatuses(this.db, id, providerMessageId, phoneNumberId);
+          await this.raiseStatuses(this.db, id, providerMessageId, statuses);
+          applied += statuses.length;
+        }
+        if (found.length < PENDING_BATCH) break;
+      }
+      if (applied > 0)
+        this.logger.info({ applied }, 'applied statuses kept for messages that have their provider ID by now');
+    } catch (err) {
+      this.logger.error({ err }, 'could not apply the pending statuses of known messages');
     }
   }
 
