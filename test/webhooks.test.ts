@@ -838,6 +838,11 @@ describe.each(DIALECTS)('statuses from the sandbox (%s)', (dialect) => {
   });
 });
 
+/** An endpoint for `message.status` that is never reached (nothing listens there): a test reads what was raised for it. */
+function unreachedStatusEndpoint(t: TestApp, orgId: string) {
+  return createEndpoint(t.ctx.db, t.ctx.clock, { orgId, url: 'http://127.0.0.1:9/', events: 'message.status' });
+}
+
 describe.each(DIALECTS)('a status before its message is stored (%s)', (dialect) => {
   it('is kept and applied when the message is stored', async () => {
     const provider = await startFakeProvider(() => ({
@@ -847,12 +852,7 @@ describe.each(DIALECTS)('a status before its message is stored (%s)', (dialect) 
     const t = await createQuietTestApp(dialect, { env: { PARLEY_PROVIDER_BASE_URL: provider.url } });
     try {
       const tenant = await makeSendingTenant(t.ctx);
-      // Never reached (nothing listens there): the test reads what was raised for it.
-      const endpoint = await createEndpoint(t.ctx.db, t.ctx.clock, {
-        orgId: tenant.org.id,
-        url: 'http://127.0.0.1:9/',
-        events: 'message.status',
-      });
+      const endpoint = await unreachedStatusEndpoint(t, tenant.org.id);
       const early = statusPayload(tenant.number.phoneNumberId, [
         { id: 'wamid.EARLY1', status: 'delivered', timestamp: Date.now() },
       ]);
@@ -992,11 +992,7 @@ describe.each(DIALECTS)('pending statuses of a send that stopped after its accep
     let again: TestApp | undefined;
     try {
       const tenant = await makeSendingTenant(t.ctx);
-      const endpoint = await createEndpoint(t.ctx.db, t.ctx.clock, {
-        orgId: tenant.org.id,
-        url: 'http://127.0.0.1:9/',
-        events: 'message.status',
-      });
+      const endpoint = await unreachedStatusEndpoint(t, tenant.org.id);
       const pnid = tenant.number.phoneNumberId;
       // Statuses without our callback data, before their messages have provider IDs: kept as pending.
       await postWebhook(

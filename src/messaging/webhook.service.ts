@@ -200,7 +200,10 @@ export interface ProviderWebhookJob {
 
 /** Retries of a failing body: 5 attempts in all, about 40 s apart at most. */
 export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [500, 2_000, 8_000, 30_000];
-/** How often a process deletes expired pending statuses (as statuses come in, so no timer to stop). */
+/**
+ * How often a process tidies pending statuses: deletes the expired ones, applies those whose message
+ * is known by now (as statuses come in, so no timer to stop).
+ */
 const PURGE_EVERY_MS = 10 * 60 * 1000;
 /** Messages with pending statuses handled per read when tidying them. */
 const PENDING_BATCH = 100;
@@ -354,7 +357,7 @@ export class WebhookProcessor {
       if (statuses.length === tasks.length) bodies.push({ id: job.id, tasks: statuses });
     }
     if (bodies.length === 0) return [];
-    await this.purgePending();
+    await this.tidyPending();
     const tasks = bodies
       .flatMap((b) => b.tasks.map((task) => ({ body: b.id, task })))
       .sort((a, b) =>
@@ -407,7 +410,7 @@ export class WebhookProcessor {
    * the job runner, in one transaction, so that two nodes starting at once cannot both take one.
    */
   async recover(): Promise<number> {
-    await this.purgePending();
+    await this.tidyPending();
     const jobs = this.jobs;
     if (!jobs) return 0;
     const moved = await this.db.transaction().execute(async (trx) => {
@@ -636,7 +639,7 @@ export class WebhookProcessor {
    * horizon, and applies those whose message has its provider ID by now. A send applies them just
    * after its answer; this finds those of a send whose process stopped before it could.
    */
-  private async purgePending(): Promise<void> {
+  private async tidyPending(): Promise<void> {
     const now = this.clock.now();
     if (now - this.lastPurge < PURGE_EVERY_MS) return;
     this.lastPurge = now;
@@ -667,7 +670,7 @@ export class WebhookProcessor {
 
   /** Applies one status (a body's own run; a batch applies its statuses together, see applyStatusBatch). */
   private async applyStatusTask(task: Extract<Task, { kind: 'status' }>): Promise<TaskOutcome> {
-    await this.purgePending();
+    await this.tidyPending();
     const db = this.db;
     const { providerMessageId, phoneNumberId } = task;
     const found = await findMessageForStatus(db, providerMessageId, task.callbackData, phoneNumberId);
