@@ -25,7 +25,7 @@ describe('SQLite transactions and another process writing', () => {
     const dir = mkdtempSync(join(tmpdir(), 'parley-trx-'));
     dirs.push(dir);
     const file = join(dir, 'parley.db');
-    const database = await openDatabase({ kind: 'sqlite', file, busyTimeoutMs: 2_000 });
+    const database = await openDatabase({ kind: 'sqlite', file, busyTimeoutMs: 10_000 });
     await migrateToLatest(database.db);
     const org = await createOrganization(database.db, systemClock, { name: 'Acme', plan: 'paid' });
     return { database, org, file };
