@@ -55,7 +55,8 @@ const DURATION = Number(args.duration);
 const CONNECTIONS = Number(args.connections);
 const ROUNDS = Math.max(1, Number(args.rounds));
 const MESSAGES = Math.max(1, Number(args.messages));
-const ENTRY = entry(args.cli ?? args.dist);
+const BUILD = args.cli ?? args.dist;
+const ENTRY = entry(BUILD);
 
 async function load(url: string, options: Partial<Parameters<typeof autocannon>[0]> = {}): Promise<AutocannonResult> {
   const r = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, ...options });
@@ -79,7 +80,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
   const children: ChildProcess[] = [];
   try {
     log(`${dialect}: seeding an organization, an agent with a number and a key`);
-    const { key } = await seedSendingTenant(args.dist, env);
+    const { key } = await seedSendingTenant(BUILD, env);
     const sandbox = spawnNode(
       [...ENTRY, 'sandbox', '--port', String(sandboxPort), '--webhook-url', `${base}/webhooks/msgapp`],
       env,
