@@ -243,8 +243,8 @@ describe.skipIf(!PG_URL)('PostgreSQL plans of the send path', () => {
       ['msg_turn_live', 'conv_plan60'],
       ['msg_turn_live_again', 'conv_plan60'],
     ]);
-    // Stored whole, the JSON with its quotes, braces and backslashes as it was given.
-    expect(stored[0]).toEqual({ ...sends[0]?.message, conversation_id: 'conv_plan60' });
+    // Stored whole, the JSON with its quotes, braces and backslashes as it was given; no statuses yet.
+    expect(stored[0]).toEqual({ ...sends[0]?.message, conversation_id: 'conv_plan60', status_history: [] });
     await t.ctx.db.deleteFrom('messages').where('id', 'like', 'msg_turn_%').execute();
   });
 

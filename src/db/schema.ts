@@ -11,6 +11,7 @@ import type {
   InboundMessageTable,
   MessageStatusTable,
   MessageTable,
+  MessageTableDefaults,
   MessagingNumberTable,
   MessagingWindowTable,
   PendingStatusTable,
@@ -80,7 +81,7 @@ export interface DB {
   api_keys: ApiKeyTable;
   key_epoch: KeyEpochTable;
   messaging_numbers: MessagingNumberTable;
-  messages: MessageTable;
+  messages: MessageTable & MessageTableDefaults;
   message_statuses: MessageStatusTable;
   pending_statuses: PendingStatusTable;
   inbound_messages: InboundMessageTable;

@@ -1,6 +1,4 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
-import { jsonArrayFrom as pgJsonArrayFrom } from 'kysely/helpers/postgres';
-import { jsonArrayFrom as sqliteJsonArrayFrom } from 'kysely/helpers/sqlite';
 import { batchedOnPostgres, batchedReads, isPostgres, precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { MessageStatusTable, MessageTable } from './messaging.tables.js';
@@ -228,31 +226,12 @@ const insertStatusQuery = precompiled((db) =>
     .onConflict((oc) => oc.columns(['message_id', 'status']).doNothing()),
 );
 
-const moveStatusQuery = precompiled((db) =>
-  db
-    .updateTable('messages')
-    .set({ status: slot(0), status_rank: slot(1), updated_at: slot(2) })
-    .where('id', '=', slot<string>(3))
-    .where('status_rank', '<', slot<number>(1)),
-);
-
-const failQuery = precompiled((db) =>
-  db
-    .updateTable('messages')
-    .set({
-      status: 'failed',
-      status_rank: STATUS_RANK.failed,
-      updated_at: slot(0),
-      error_code: slot(1),
-      error_message: slot(2),
-    })
-    .where('id', '=', slot<string>(3))
-    .where('status_rank', '<', STATUS_RANK.failed),
-);
-
 /**
- * Adds a status to the history (once per message and status) and moves the message forward only:
- * a single conditional UPDATE, so concurrent webhooks cannot move it back.
+ * Records a status (once per message and status). Recording it moves the message: a trigger of
+ * `message_statuses` (migration 0015-status-history) moves the message forward only (`failed`
+ * bringing its error) and adds the status to its history, in the same statement, against the
+ * message's row as it is when the update locks it, so concurrent webhooks cannot move it back or
+ * lose each other's statuses. A status already recorded is not inserted, so it changes nothing.
  */
 export async function applyStatus(db: Kysely<DB>, messageId: string, event: StatusEvent): Promise<void> {
   const row: MessageStatusTable = {
@@ -271,11 +250,6 @@ export async function applyStatus(db: Kysely<DB>, messageId: string, event: Stat
     row.error_code,
     row.error_message,
   ]);
-  if (event.status === 'failed') {
-    await failQuery(db, [event.receivedAt, event.errorCode, event.errorMessage, messageId]);
-  } else {
-    await moveStatusQuery(db, [event.status, STATUS_RANK[event.status], event.receivedAt, messageId]);
-  }
 }
 
 /** A message a status is about, with what its `message.status` event needs. */
@@ -364,39 +338,12 @@ const insertStatusesQuery = precompiled((db) => ({
     ).compile(db),
 }));
 
-const moveStatusesQuery = precompiled((db) => ({
-  compile: () =>
-    (isPostgres(db)
-      ? sql`update messages m set status = v.status, status_rank = v.rank, updated_at = v.received_at,
-            error_code = case when v.status = 'failed' then v.error_code else m.error_code end,
-            error_message = case when v.status = 'failed' then v.error_message else m.error_message end
-          from (
-            select distinct on (u.id) u.id, u.status, u.rank, u.received_at, u.error_code, u.error_message
-            from unnest(${STATUS_ARRAYS}, (select ${slot<number[]>(6)}::integer[]))
-              with ordinality as u(id, status, occurred_at, received_at, error_code, error_message, rank, i)
-            order by u.id, u.rank desc, u.i
-          ) v
-          where m.id = v.id and m.status_rank < v.rank`
-      : sql`update messages set status = v.status, status_rank = v.rank, updated_at = v.received_at,
-            error_code = case when v.status = 'failed' then v.error_code else messages.error_code end,
-            error_message = case when v.status = 'failed' then v.error_message else messages.error_message end
-          from (
-            select id, status, rank, received_at, error_code, error_message from (
-              select ${at(0)} as id, ${at(1)} as status, ${at(3)} as received_at, ${at(4)} as error_code,
-                ${at(5)} as error_message, ${at(6)} as rank,
-                row_number() over (partition by ${at(0)} order by ${at(6)} desc, v.key) as n
-              from json_each(${slot<string>(0)}) v
-            ) where n = 1
-          ) as v
-          where messages.id = v.id and messages.status_rank < v.rank`
-    ).compile(db),
-}));
-
 /**
- * `applyStatus` for many statuses in two statements, with the same outcome as applying them one
+ * `applyStatus` for many statuses in one statement, with the same outcome as applying them one
  * after the other in the order given: each (message, status) is recorded once (its first
- * occurrence), and each message moves to the highest status given if that is above its own
- * (`failed` bringing its error), its `updated_at` that status's receipt time.
+ * occurrence), and each message moves to the highest status recorded if that is above its own
+ * (`failed` bringing its error), its `updated_at` that status's receipt time (the trigger of
+ * `message_statuses`; on PostgreSQL once per statement, one update for all the messages).
  */
 export async function applyStatuses(
   db: Kysely<DB>,
@@ -412,7 +359,6 @@ export async function applyStatuses(
     statuses.map((s) => s.event.errorMessage),
   ];
   await insertStatusesQuery(db, rowsParameter(db, columns));
-  await moveStatusesQuery(db, rowsParameter(db, [...columns, statuses.map((s) => STATUS_RANK[s.event.status])]));
 }
 
 export async function storePendingStatus(
@@ -584,13 +530,13 @@ export const MESSAGE_READ_COLUMNS = [
 export type MessageRead = Pick<MessageTable, (typeof MESSAGE_READ_COLUMNS)[number]>;
 
 /**
- * A message of an organization (by our ID or the provider's) with its statuses, and the key epoch,
- * in one statement: always one row, the epoch's. Statuses come as a JSON array (text on SQLite).
+ * A message of an organization (by our ID or the provider's) with its status history, and the key
+ * epoch, in one statement: always one row, the epoch's. The history is the row's own
+ * `status_history` (parsed jsonb on PostgreSQL, text on SQLite).
  */
 const messageQuery = (column: 'id' | 'provider_message_id') =>
-  precompiled((db) => {
-    const jsonArrayFrom = (isPostgres(db) ? pgJsonArrayFrom : sqliteJsonArrayFrom) as typeof pgJsonArrayFrom;
-    return db
+  precompiled((db) =>
+    db
       .selectFrom('key_epoch')
       .leftJoin('messages', (join) =>
         (column === 'id'
@@ -599,19 +545,9 @@ const messageQuery = (column: 'id' | 'provider_message_id') =>
         ).on('messages.org_id', '=', slot<string>(1)),
       )
       .select(MESSAGE_READ_COLUMNS.map((c) => `messages.${c}` as const))
-      .select('key_epoch.epoch as key_epoch')
-      .select((eb) =>
-        jsonArrayFrom(
-          eb
-            .selectFrom('message_statuses')
-            .select(['status', 'occurred_at', 'received_at', 'error_code', 'error_message'])
-            .whereRef('message_statuses.message_id', '=', 'messages.id')
-            .orderBy('occurred_at')
-            .orderBy('received_at'),
-        ).as('statuses'),
-      )
-      .where('key_epoch.id', '=', 1);
-  });
+      .select(['key_epoch.epoch as key_epoch', 'messages.status_history as statuses'])
+      .where('key_epoch.id', '=', 1),
+  );
 const messageById = messageQuery('id');
 const messageByProviderMessageId = messageQuery('provider_message_id');
 
@@ -624,30 +560,28 @@ const plainMessageQuery = (column: 'id' | 'provider_message_id') =>
     db
       .selectFrom('messages')
       .select(MESSAGE_READ_COLUMNS)
+      .select('status_history as statuses')
       .where(column, '=', slot<string>(0))
       .where('org_id', '=', slot<string>(1)),
   );
 const plainMessageById = plainMessageQuery('id');
 const plainMessageByProviderMessageId = plainMessageQuery('provider_message_id');
-const statusesOf = precompiled((db) =>
-  db
-    .selectFrom('message_statuses')
-    .select(['status', 'occurred_at', 'received_at', 'error_code', 'error_message'])
-    .where('message_id', '=', slot<string>(0))
-    .orderBy('occurred_at')
-    .orderBy('received_at'),
-);
 
-/** A message by our ID (`msg_...`) or the provider's, with its statuses (two statements). */
+/** The history as stored: parsed jsonb on PostgreSQL, JSON text on SQLite. */
+const historyOf = (statuses: unknown): StatusRow[] =>
+  (typeof statuses === 'string' ? JSON.parse(statuses) : statuses) as StatusRow[];
+
+/** A message by our ID (`msg_...`) or the provider's, with its statuses. */
 export async function findMessage(
   db: Kysely<DB>,
   orgId: string,
   idOrProviderId: string,
 ): Promise<FoundMessage | undefined> {
   const query = idOrProviderId.startsWith('msg_') ? plainMessageById : plainMessageByProviderMessageId;
-  const message = (await query(db, [idOrProviderId, orgId])).rows[0];
-  if (!message) return undefined;
-  return { message, statuses: (await statusesOf(db, [message.id])).rows };
+  const row = (await query(db, [idOrProviderId, orgId])).rows[0];
+  if (!row) return undefined;
+  const { statuses, ...message } = row;
+  return { message, statuses: historyOf(statuses) };
 }
 
 type MessageWithKeyEpoch = { found: FoundMessage | undefined; epoch: number };
@@ -657,8 +591,7 @@ function splitMessageRow(row: Record<string, unknown> | undefined): MessageWithK
   const { key_epoch, statuses, i: _order, ...message } = row;
   const epoch = Number(key_epoch);
   if (message.id === null || message.id === undefined) return { found: undefined, epoch };
-  const list = (typeof statuses === 'string' ? JSON.parse(statuses) : statuses) as StatusRow[];
-  return { found: { message: message as unknown as MessageRead, statuses: list }, epoch };
+  return { found: { message: message as unknown as MessageRead, statuses: historyOf(statuses) }, epoch };
 }
 
 /**
@@ -666,13 +599,11 @@ function splitMessageRow(row: Record<string, unknown> | undefined): MessageWithK
  * statement, a row per read in their order; each read names our ID or the provider's (the other
  * is null). The arrays are read through sub-selects so that the statement keeps one generic plan.
  */
-const READ_LIST = sql.raw(MESSAGE_READ_COLUMNS.join(', '));
+const READ_LIST = sql.raw([...MESSAGE_READ_COLUMNS, 'status_history'].join(', '));
 const messagesWithKeyEpoch = precompiled<Record<string, unknown>>((db) => ({
   compile: () =>
-    sql`select ${sql.raw(MESSAGE_READ_COLUMNS.map((c) => `m.${c}`).join(', '))}, k.epoch as key_epoch, v.i,
-        (select coalesce(json_agg(s order by s.occurred_at, s.received_at), '[]')
-          from (select status, occurred_at, received_at, error_code, error_message
-            from message_statuses where message_id = m.id) s) as statuses
+    sql`select ${sql.raw(MESSAGE_READ_COLUMNS.map((c) => `m.${c}`).join(', '))}, m.status_history as statuses,
+        k.epoch as key_epoch, v.i
       from key_epoch k
       cross join unnest((select ${slot<string[]>(0)}::text[]), (select ${slot<(string | null)[]>(1)}::text[]),
         (select ${slot<(string | null)[]>(2)}::text[])) with ordinality as v(org_id, id, provider_message_id, i)

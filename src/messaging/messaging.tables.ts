@@ -41,6 +41,15 @@ export interface MessageTable {
   template_parameters: string | null;
 }
 
+/** What the database adds to a message row: its columns with a default, left out of a row written. */
+export interface MessageTableDefaults {
+  /**
+   * The rows of `message_statuses` of this message, as a JSON array in no particular order (jsonb on
+   * PostgreSQL, text on SQLite; migration 0015-status-history): what a read of the message shows.
+   */
+  status_history: Generated<string>;
+}
+
 export interface MessageStatusTable {
   message_id: string;
   status: string;

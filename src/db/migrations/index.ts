@@ -13,6 +13,7 @@ import { dashboard } from './0011-dashboard.js';
 import { campaigns } from './0012-campaigns.js';
 import { keyEpoch } from './0013-key-epoch.js';
 import { senderEpoch } from './0014-sender-epoch.js';
+import { statusHistory } from './0015-status-history.js';
 
 /**
  * Every migration, in order. Names sort lexically; add new ones at the end with the next number.
@@ -33,6 +34,7 @@ export const migrations: Record<string, Migration> = {
   '0012-campaigns': campaigns,
   '0013-key-epoch': keyEpoch,
   '0014-sender-epoch': senderEpoch,
+  '0015-status-history': statusHistory,
 };
 
 export const migrationProvider: MigrationProvider = {
