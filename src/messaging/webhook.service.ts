@@ -370,7 +370,7 @@ export class WebhookProcessor {
     const onTheirOwn = new Set<string>();
     await this.db.transaction().execute(async (trx) => {
       // The batch's statements, whatever its size (the messages, on PostgreSQL locked in the order
-      // of their IDs; the statuses; the moves; the endpoints and deliveries of the events).
+      // of their IDs; the statuses, whose trigger moves the messages; the endpoints and deliveries of the events).
       const messages = await lockMessagesForStatuses(
         trx,
         tasks.map(({ task }) => task),
