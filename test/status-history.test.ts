@@ -199,7 +199,7 @@ describe.each(DIALECTS)('a message keeps its status history on its row (%s)', (d
     await expectHistory(db, id, { sent: 5000, delivered: 6000, read: 7000 });
   });
 
-  it('messages stored before the history column get theirs when the database is migrated', async () => {
+  it('messages stored before the history column get theirs when the database is migrated, and are moved to their highest status', async () => {
     const db = t.ctx.db;
     const schema =
       dialect === 'postgres'
@@ -217,7 +217,8 @@ describe.each(DIALECTS)('a message keeps its status history on its row (%s)', (d
     const down = await migrator.migrateTo('0014-sender-epoch');
     expect(down.error).toBeUndefined();
     expect(down.results?.map((r) => [r.migrationName, r.direction])).toEqual([['0015-status-history', 'Down']]);
-    // What the version before wrote: statuses in message_statuses alone.
+    // What the version before wrote: statuses in message_statuses alone, here without the update
+    // of the message that followed them (a process stopped in between).
     await sql`insert into message_statuses (message_id, status, occurred_at, received_at, error_code, error_message)
       values (${withStatuses}, 'delivered', 6000, 6001, null, null), (${withStatuses}, 'failed', 7000, 7001, 131026, 'Gone')`.execute(
       db,
@@ -227,6 +228,15 @@ describe.each(DIALECTS)('a message keeps its status history on its row (%s)', (d
     expect(up.error).toBeUndefined();
     await expectHistory(db, withStatuses, { sent: 5000, delivered: 6000, failed: 7000 });
     await expectHistory(db, without, {});
+    // Those statuses never moved the message (the version before moved it in a statement of its
+    // own): the migration moves it to the highest.
+    expect(await messageRow(db, withStatuses)).toEqual({
+      status: 'failed',
+      updated_at: 7001,
+      error_code: 131026,
+      error_message: 'Gone',
+    });
+    expect(await messageRow(db, without)).toMatchObject({ status: 'accepted', updated_at: 1000 });
     const res = await t.app.inject({ method: 'GET', url: '/api/messages/wamid.OLD1', headers: tenant.orgKey.auth });
     expect(res.statusCode).toBe(200);
     expect(res.json().message.statuses).toEqual([

@@ -44,7 +44,8 @@ const sqliteEntry = (s: string) =>
  * statements recording statuses of one message at the same time each add theirs. On PostgreSQL the
  * trigger runs once per statement, over the rows it inserted: a batch of statuses is one update,
  * each message moved to the highest status recorded. Messages that already have statuses get their
- * history here.
+ * history here, and a message whose highest status was recorded but never moved it (the version
+ * before recorded a status and moved its message in two statements) is moved.
  */
 export const statusHistory: Migration = {
   async up(db: Kysely<unknown>) {
@@ -77,8 +78,27 @@ export const statusHistory: Migration = {
         END $$`.execute(db);
       await sql`CREATE TRIGGER message_statuses_record AFTER INSERT ON message_statuses
         REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION record_message_statuses()`.execute(db);
-      await sql`UPDATE messages m SET status_history = h.history
-        FROM (SELECT message_id, jsonb_agg(${sql.raw(pgEntry('s'))}) AS history FROM message_statuses s GROUP BY message_id) h
+      // The history of every message with statuses, and the message moved to its highest status if
+      // it was not (the version before recorded a status and moved its message in two statements).
+      await sql`UPDATE messages m SET ${sql.raw(
+        moveTo('m', {
+          status: 'h.status',
+          rank: 'h.rank',
+          received: 'h.received_at',
+          code: 'h.error_code',
+          error: 'h.error_message',
+        }),
+      )},
+          status_history = h.history
+        FROM (
+          SELECT DISTINCT ON (message_id) message_id, status, rank, received_at, error_code, error_message, history
+          FROM (
+            SELECT s.*, ${sql.raw(rankOf('s.status'))} AS rank,
+              jsonb_agg(${sql.raw(pgEntry('s'))}) OVER (PARTITION BY s.message_id) AS history
+            FROM message_statuses s
+          ) x
+          ORDER BY message_id, rank DESC
+        ) h
         WHERE m.id = h.message_id`.execute(db);
       return;
     }
@@ -97,9 +117,26 @@ export const statusHistory: Migration = {
           status_history = json_insert(status_history, '$[#]', ${sql.raw(sqliteEntry('NEW'))})
         WHERE id = NEW.message_id;
       END`.execute(db);
-    await sql`UPDATE messages SET status_history = (
-        SELECT json_group_array(${sql.raw(sqliteEntry('s'))}) FROM message_statuses s WHERE s.message_id = messages.id)
-      WHERE id IN (SELECT message_id FROM message_statuses)`.execute(db);
+    await sql`UPDATE messages SET ${sql.raw(
+      moveTo('messages', {
+        status: 'h.status',
+        rank: 'h.rank',
+        received: 'h.received_at',
+        code: 'h.error_code',
+        error: 'h.error_message',
+      }),
+    )},
+        status_history = h.history
+      FROM (
+        SELECT message_id, status, rank, received_at, error_code, error_message, history FROM (
+          SELECT s.*, ${sql.raw(rankOf('s.status'))} AS rank,
+            row_number() OVER (PARTITION BY s.message_id ORDER BY ${sql.raw(rankOf('s.status'))} DESC) AS n,
+            json_group_array(${sql.raw(sqliteEntry('s'))}) OVER (PARTITION BY s.message_id
+              ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS history
+          FROM message_statuses s
+        ) WHERE n = 1
+      ) AS h
+      WHERE messages.id = h.message_id`.execute(db);
   },
   async down(db: Kysely<unknown>) {
     if (db.getExecutor().adapter instanceof PostgresAdapter) {
