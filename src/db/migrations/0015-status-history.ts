@@ -29,6 +29,34 @@ const sqliteEntry = (s: string) =>
   `json_object('status', ${s}.status, 'occurred_at', ${s}.occurred_at, 'received_at', ${s}.received_at,
     'error_code', ${s}.error_code, 'error_message', ${s}.error_message)`;
 
+/** The columns of a move (`moveTo`) read from the row `v` of a query. */
+const fromRow = (v: string) => ({
+  status: `${v}.status`,
+  rank: `${v}.rank`,
+  received: `${v}.received_at`,
+  code: `${v}.error_code`,
+  error: `${v}.error_message`,
+});
+
+/**
+ * PostgreSQL: each message of the rows of `statuses` (a table of `message_statuses`' columns) moved
+ * to the highest of them, if that ranks higher, and its history set to `history` (an expression of
+ * `m`, the message, and `v.entries`, those rows as history entries).
+ */
+const pgRecord = (statuses: string, history: string) =>
+  sql.raw(`UPDATE messages m SET ${moveTo('m', fromRow('v'))},
+      status_history = ${history}
+    FROM (
+      SELECT DISTINCT ON (message_id) message_id, status, rank, received_at, error_code, error_message, entries
+      FROM (
+        SELECT s.*, ${rankOf('s.status')} AS rank,
+          jsonb_agg(${pgEntry('s')}) OVER (PARTITION BY s.message_id) AS entries
+        FROM ${statuses} s
+      ) x
+      ORDER BY message_id, rank DESC
+    ) v
+    WHERE m.id = v.message_id`);
+
 /**
  * Each message keeps its status history on its own row (`status_history`, a JSON array of its rows
  * of `message_statuses`, in no particular order), so that `GET /api/messages/<id>` reads one row and
@@ -54,52 +82,14 @@ export const statusHistory: Migration = {
       await sql`CREATE FUNCTION record_message_statuses() RETURNS trigger LANGUAGE plpgsql
         SET search_path FROM CURRENT AS $$
         BEGIN
-          UPDATE messages m SET ${sql.raw(
-            moveTo('m', {
-              status: 'v.status',
-              rank: 'v.rank',
-              received: 'v.received_at',
-              code: 'v.error_code',
-              error: 'v.error_message',
-            }),
-          )},
-            status_history = m.status_history || v.entries
-          FROM (
-            SELECT DISTINCT ON (message_id) message_id, status, rank, received_at, error_code, error_message, entries
-            FROM (
-              SELECT s.*, ${sql.raw(rankOf('s.status'))} AS rank,
-                jsonb_agg(${sql.raw(pgEntry('s'))}) OVER (PARTITION BY s.message_id) AS entries
-              FROM added s
-            ) x
-            ORDER BY message_id, rank DESC
-          ) v
-          WHERE m.id = v.message_id;
+          ${pgRecord('added', 'm.status_history || v.entries')};
           RETURN NULL;
         END $$`.execute(db);
       await sql`CREATE TRIGGER message_statuses_record AFTER INSERT ON message_statuses
         REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION record_message_statuses()`.execute(db);
       // The history of every message with statuses, and the message moved to its highest status if
       // it was not (the version before recorded a status and moved its message in two statements).
-      await sql`UPDATE messages m SET ${sql.raw(
-        moveTo('m', {
-          status: 'h.status',
-          rank: 'h.rank',
-          received: 'h.received_at',
-          code: 'h.error_code',
-          error: 'h.error_message',
-        }),
-      )},
-          status_history = h.history
-        FROM (
-          SELECT DISTINCT ON (message_id) message_id, status, rank, received_at, error_code, error_message, history
-          FROM (
-            SELECT s.*, ${sql.raw(rankOf('s.status'))} AS rank,
-              jsonb_agg(${sql.raw(pgEntry('s'))}) OVER (PARTITION BY s.message_id) AS history
-            FROM message_statuses s
-          ) x
-          ORDER BY message_id, rank DESC
-        ) h
-        WHERE m.id = h.message_id`.execute(db);
+      await sql`${pgRecord('message_statuses', 'v.entries')}`.execute(db);
       return;
     }
     await sql`ALTER TABLE messages ADD COLUMN status_history text NOT NULL DEFAULT '[]'`.execute(db);
@@ -117,15 +107,7 @@ export const statusHistory: Migration = {
           status_history = json_insert(status_history, '$[#]', ${sql.raw(sqliteEntry('NEW'))})
         WHERE id = NEW.message_id;
       END`.execute(db);
-    await sql`UPDATE messages SET ${sql.raw(
-      moveTo('messages', {
-        status: 'h.status',
-        rank: 'h.rank',
-        received: 'h.received_at',
-        code: 'h.error_code',
-        error: 'h.error_message',
-      }),
-    )},
+    await sql`UPDATE messages SET ${sql.raw(moveTo('messages', fromRow('h')))},
         status_history = h.history
       FROM (
         SELECT message_id, status, rank, received_at, error_code, error_message, history FROM (
