@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -62,17 +63,9 @@ export function runCli(args: readonly string[], env: Record<string, string>, tim
   });
 }
 
-/** A port nobody listens on right now. */
+/** A port nobody listens on right now, outside the range the kernel picks from (see `ownPortRange`). */
 export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
+  return freePortRange(1);
 }
 
 async function portIsFree(port: number): Promise<boolean> {
@@ -83,10 +76,29 @@ async function portIsFree(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * Ports the kernel never hands out on its own: below its range for ephemeral ports (a client's
+ * side of every connection, and `listen(0)`). A port picked inside that range can be taken by any
+ * connection another test opens between the check and the listen (seen: EADDRINUSE on one of
+ * four regions' ports, while other test files talked to PostgreSQL).
+ */
+function ownPortRange(): { from: number; to: number } {
+  let ephemeralFrom = 32_768;
+  try {
+    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/);
+    if (Number(low) > 0) ephemeralFrom = Number(low);
+  } catch {
+    // not Linux: its usual range starts higher still (49152)
+  }
+  const to = Math.min(ephemeralFrom, 32_768);
+  return { from: Math.min(10_000, to - 2_000), to };
+}
+
 /** The first of `count` consecutive free ports (for `--regions`, which listens on N..N+count-1). */
 export async function freePortRange(count: number): Promise<number> {
+  const { from, to } = ownPortRange();
   for (let attempt = 0; attempt < 50; attempt++) {
-    const first = 20_000 + Math.floor(Math.random() * 40_000);
+    const first = from + Math.floor(Math.random() * (to - from - count));
     let ok = true;
     for (let i = 0; i < count && ok; i++) ok = await portIsFree(first + i);
     if (ok) return first;
