@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordAcceptance } from '../src/channels/send-from-agent.js';
 import { findConversationWithKeyEpoch } from '../src/conversations/conversation.repository.js';
 import { PerTurn } from '../src/db/per-turn.js';
+import { batchedReads, precompiled, slot } from '../src/db/precompiled.js';
 import { findEndUserByIdWithKeyEpoch } from '../src/end-users/end-user.repository.js';
 import { applyPendingStatuses, findMessageWithKeyEpoch } from '../src/messaging/message.repository.js';
 import { DIALECTS } from './helpers/app.js';
@@ -290,6 +291,83 @@ describe.each(DIALECTS)('acceptances and pending statuses of one turn (%s)', (di
       'Countess of Lovelace',
     ]);
   });
+
+  it.runIf(dialect === 'sqlite')(
+    'on SQLite, the reads of one turn share one read transaction, leave none open, and wait for a transaction open meanwhile',
+    async () => {
+      const sqlite = t.ctx.database.sqlite;
+      if (!sqlite) throw new Error('no SQLite connection');
+      const tenant = await makeSendingTenant(t.ctx);
+      const ada = await createEndUser(tenant.orgKey.auth, 'Ada');
+      const nameOf = precompiled((db) => db.selectFrom('end_users').select('name').where('id', '=', slot<string>(0)));
+      const rename = precompiled((db) =>
+        db
+          .updateTable('end_users')
+          .set({ name: slot<string>(0) })
+          .where('id', '=', slot<string>(1)),
+      );
+      // Each read notes whether a transaction was open as its statement ran (it runs when called).
+      const inTransaction: boolean[] = [];
+      const read = batchedReads<{ id: string; rename?: string }, string | undefined>(
+        async (db, { id, rename: to }) => {
+          const result = to === undefined ? nameOf(db, [id]) : rename(db, [to, id]);
+          inTransaction.push(sqlite.inTransaction);
+          return ((await result).rows[0] as { name: string } | undefined)?.name;
+        },
+        async () => {
+          throw new Error('SQLite takes its reads one by one');
+        },
+      );
+      expect(
+        await Promise.all([
+          read(t.ctx.db, { id: ada }),
+          read(t.ctx.db, { id: 'eu_nothere' }),
+          read(t.ctx.db, { id: ada }),
+        ]),
+      ).toEqual(['Ada', undefined, 'Ada']);
+      expect(inTransaction).toEqual([true, true, true]);
+      expect(sqlite.inTransaction).toBe(false);
+      // Alone in its turn, a read is a statement of its own.
+      expect(await read(t.ctx.db, { id: ada })).toBe('Ada');
+      expect(inTransaction.at(-1)).toBe(false);
+      // A write called among them is not run in their transaction: it joins the group commit,
+      // which runs after them.
+      const before = inTransaction.length;
+      const outcomes = await Promise.all([
+        read(t.ctx.db, { id: ada }),
+        read(t.ctx.db, { id: ada, rename: 'Mallory' }),
+        read(t.ctx.db, { id: ada }),
+      ]);
+      expect(outcomes).toEqual(['Ada', undefined, 'Ada']);
+      expect(inTransaction.slice(before)).toEqual([true, true, true]);
+      expect(sqlite.inTransaction).toBe(false);
+      expect(await t.ctx.db.selectFrom('end_users').select('name').where('id', '=', ada).execute()).toEqual([
+        { name: 'Mallory' },
+      ]);
+      // A transaction of the application is open when the turn's reads come: they wait for it
+      // (through Kysely) and see what it committed.
+      let release: () => void = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const transaction = t.ctx.db.transaction().execute(async (trx) => {
+        await trx.updateTable('end_users').set({ name: 'Ada Lovelace' }).where('id', '=', ada).execute();
+        await held;
+      });
+      while (!sqlite.inTransaction) await new Promise((r) => setImmediate(r));
+      const during = [
+        read(t.ctx.db, { id: ada }),
+        findEndUserByIdWithKeyEpoch(t.ctx.db, { orgId: tenant.org.id, id: ada }),
+      ];
+      for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+      release();
+      await transaction;
+      const [name, record] = await Promise.all(during);
+      expect(name).toBe('Ada Lovelace');
+      expect((record as Awaited<ReturnType<typeof findEndUserByIdWithKeyEpoch>>).row?.name).toBe('Ada Lovelace');
+      expect(sqlite.inTransaction).toBe(false);
+    },
+  );
 
   it('answers each message and conversation read of one turn with its own, statuses included', async () => {
     const tenant = await makeSendingTenant(t.ctx);

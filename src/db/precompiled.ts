@@ -11,6 +11,7 @@ export const slot = <T>(i: number): T => `${MARK}${i}` as unknown as T;
 interface SqliteHandle {
   readonly sqlite: SQLite.Database;
   readonly writes: GroupCommit;
+  readonly reads: ReadTurn;
 }
 
 const sqliteHandles = new WeakMap<Kysely<DB>, SqliteHandle>();
@@ -37,7 +38,52 @@ export function usePgStatements(db: Kysely<DB>, pool: PgPool): void {
 
 /** Lets precompiled queries on this SQLite database run as cached prepared statements. */
 export function useSqliteStatements(db: Kysely<DB>, sqlite: SQLite.Database): void {
-  sqliteHandles.set(db, { sqlite, writes: new GroupCommit(db, sqlite) });
+  sqliteHandles.set(db, { sqlite, writes: new GroupCommit(db, sqlite), reads: new ReadTurn(sqlite) });
+}
+
+/**
+ * SQLite: the reads of one turn of the event loop in one read transaction. Each statement run
+ * outside a transaction is a transaction of its own, and begins and ends it with three system
+ * calls (two `fcntl` locks and a `stat` of the file); a turn's reads share them. The transaction is
+ * open only while `run` calls its reads, synchronously: precompiled reads run then at once, in it
+ * (`open`), as better-sqlite3 runs them, so nothing else can run inside it. A precompiled write
+ * called meanwhile joins the group commit, which runs after it (`GroupCommit`).
+ */
+class ReadTurn {
+  /** Whether the open transaction is this one's: precompiled reads run in it. */
+  open = false;
+  private readonly begin: SQLite.Statement;
+  private readonly commit: SQLite.Statement;
+  private readonly rollback: SQLite.Statement;
+
+  constructor(private readonly sqlite: SQLite.Database) {
+    this.begin = sqlite.prepare('BEGIN DEFERRED');
+    this.commit = sqlite.prepare('COMMIT');
+    this.rollback = sqlite.prepare('ROLLBACK');
+  }
+
+  /**
+   * `reads()`, in one read transaction when none is open; else as it is (then a Kysely transaction
+   * holds the connection, and the reads wait for it through Kysely, as any read does).
+   */
+  run<T>(reads: () => T): T {
+    if (this.sqlite.inTransaction) return reads();
+    this.begin.run();
+    this.open = true;
+    try {
+      return reads();
+    } finally {
+      this.open = false;
+      try {
+        this.commit.run();
+      } catch (err) {
+        // Never left open: every later statement would run in it.
+        if (this.sqlite.inTransaction) this.rollback.run();
+        // biome-ignore lint/correctness/noUnsafeFinally: the reads fail with it, and run again alone (PerTurn)
+        throw err;
+      }
+    }
+  }
 }
 
 interface QueuedWrite {
@@ -165,7 +211,7 @@ export function precompiled<R>(build: (db: Kysely<DB>) => Compilable<R>) {
     const { compiled } = entry;
     const parameters = parametersOf(entry, values);
     const handle = sqliteHandles.get(db);
-    if (handle && !handle.sqlite.inTransaction) {
+    if (handle && (!handle.sqlite.inTransaction || handle.reads.open)) {
       try {
         if (!entry.statement) {
           entry.statement = handle.sqlite.prepare(compiled.sql);
@@ -206,14 +252,19 @@ export function precompiled<R>(build: (db: Kysely<DB>) => Compilable<R>) {
  * so that their answers are written together: one at a time, as each read finished, every answer
  * woke the process reading it (a proxy on the same machine, the benchmark's load generator); a
  * burst of answers wakes it once (6 to 41 % of a read's CPU on the benchmark machine,
- * bench/README.md). Each read still sees every write committed before its request came in.
+ * bench/README.md). They run in one read transaction (`ReadTurn`), which spares each its own
+ * begin and end. Each read still sees every write committed before its request came in.
  */
 export function batchedReads<I, O>(
   one: (db: Kysely<DB>, item: I) => Promise<O>,
   many: (db: Kysely<DB>, items: readonly I[]) => Promise<readonly O[]>,
 ): (db: Kysely<DB>, item: I) => Promise<O> {
   const onPostgres = batchedOnPostgres(one, many);
-  const onSqlite = perTurn(one, (db, items) => Promise.all(items.map((i) => one(db, i))));
+  const onSqlite = perTurn(one, (db, items) => {
+    const reads = () => Promise.all(items.map((i) => one(db, i)));
+    const handle = sqliteHandles.get(db);
+    return handle ? handle.reads.run(reads) : reads();
+  });
   return (db, item) => (sqliteHandles.has(db) ? onSqlite(db, item) : onPostgres(db, item));
 }
 
