@@ -77,21 +77,23 @@ async function portIsFree(port: number): Promise<boolean> {
 }
 
 /**
- * Ports the kernel never hands out on its own: below its range for ephemeral ports (a client's
+ * Ports the kernel never hands out on its own: outside its range for ephemeral ports (a client's
  * side of every connection, and `listen(0)`). A port picked inside that range can be taken by any
  * connection another test opens between the check and the listen (seen: EADDRINUSE on one of
  * four regions' ports, while other test files talked to PostgreSQL).
  */
 function ownPortRange(): { from: number; to: number } {
-  let ephemeralFrom = 32_768;
+  let [low, high] = [32_768, 60_999];
   try {
-    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/);
-    if (Number(low) > 0) ephemeralFrom = Number(low);
+    const [a, b] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (a && b && a <= b) [low, high] = [a, b];
   } catch {
-    // not Linux: its usual range starts higher still (49152)
+    // not Linux: the range above is Linux's default
   }
-  const to = Math.min(ephemeralFrom, 32_768);
-  return { from: Math.min(10_000, to - 2_000), to };
+  // The larger of the two gaps around it, above the ports that need privileges.
+  const below = { from: 10_000, to: Math.max(10_000, low) };
+  const above = { from: Math.max(10_000, high + 1), to: 65_536 };
+  return below.to - below.from >= above.to - above.from ? below : above;
 }
 
 /** The first of `count` consecutive free ports (for `--regions`, which listens on N..N+count-1). */
