@@ -359,7 +359,11 @@ describe.each(DIALECTS)('acceptances and pending statuses of one turn (%s)', (di
         read(t.ctx.db, { id: ada }),
         findEndUserByIdWithKeyEpoch(t.ctx.db, { orgId: tenant.org.id, id: ada }),
       ];
+      let settled = 0;
+      for (const d of during) void d.finally(() => settled++);
       for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+      // Nothing read inside it: the connection is the transaction's until it ends.
+      expect(settled).toBe(0);
       release();
       await transaction;
       const [name, record] = await Promise.all(during);
