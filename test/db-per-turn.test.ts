@@ -358,7 +358,7 @@ describe.each(DIALECTS)('acceptances and pending statuses of one turn (%s)', (di
       const during = [
         read(t.ctx.db, { id: ada }),
         findEndUserByIdWithKeyEpoch(t.ctx.db, { orgId: tenant.org.id, id: ada }),
-      ];
+      ] as const;
       let settled = 0;
       for (const d of during) void d.finally(() => settled++);
       for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
@@ -368,7 +368,7 @@ describe.each(DIALECTS)('acceptances and pending statuses of one turn (%s)', (di
       await transaction;
       const [name, record] = await Promise.all(during);
       expect(name).toBe('Ada Lovelace');
-      expect((record as Awaited<ReturnType<typeof findEndUserByIdWithKeyEpoch>>).row?.name).toBe('Ada Lovelace');
+      expect(record.row?.name).toBe('Ada Lovelace');
       expect(sqlite.inTransaction).toBe(false);
     },
   );
