@@ -124,7 +124,18 @@ export const SETTINGS: readonly Setting[] = [
     default: 'unset',
     description:
       'PostgreSQL connection URL; each region uses its own schema `parley_<region>`. A database on the same ' +
-      'machine is best reached through its Unix socket: `postgresql://user@%2Fvar%2Frun%2Fpostgresql/db`',
+      'machine is best reached through its Unix socket: `postgresql://user@%2Fvar%2Frun%2Fpostgresql/db`. Server ' +
+      'settings in its `options` parameter (or in `PGOPTIONS`), such as `?options=-c%20lock_timeout%3D5000`, apply to ' +
+      'every connection; `search_path` and `statement_timeout` are always the region schema and ' +
+      '`PARLEY_PG_STATEMENT_TIMEOUT_MS`',
+  },
+  {
+    names: ['PGOPTIONS'],
+    section: 'storage',
+    default: 'unset',
+    description:
+      'PostgreSQL server settings for every connection (`-c name=value ...`), as libpq reads it, when the ' +
+      "URL has no `options` parameter of its own; Parley's `search_path` and `statement_timeout` still apply",
   },
   {
     names: ['PARLEY_PG_SCHEMA_<REGION>', 'PARLEY_PG_SCHEMA'],

@@ -123,14 +123,21 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     await bootstrap.end();
   }
   const statementTimeout = Math.floor(config.statementTimeoutMs);
+  const { parseIntoClientConfig } = await import('pg-connection-string');
+  const fromUrl = parseIntoClientConfig(config.url);
   const pool = new pg.Pool({
-    connectionString: config.url,
+    // The URL parsed here rather than given as `connectionString`, whose `options` would replace
+    // the pool's own (and with them the region's search_path).
+    ...fromUrl,
     max: options.poolSize ?? config.poolSize,
     // Bounded waits: for a connection, for a statement (on the server), and for an answer (on the
     // client, a little longer, in case the server itself hangs); then the request gets a 503.
     connectionTimeoutMillis: config.connectTimeoutMs,
     query_timeout: statementTimeout + 5_000,
-    options: `-c search_path=${config.schema} -c statement_timeout=${statementTimeout} -c idle_in_transaction_session_timeout=${Math.max(60_000, statementTimeout * 2)}`,
+    options: connectionOptions(
+      fromUrl.options ?? process.env.PGOPTIONS,
+      `-c search_path=${config.schema} -c statement_timeout=${statementTimeout} -c idle_in_transaction_session_timeout=${Math.max(60_000, statementTimeout * 2)}`,
+    ),
   });
   // An idle connection the server drops (a restart, a failover, pg_terminate_backend, a pooler's
   // idle timeout) emits here; unheard, it would reach the process and stop it. The pool replaces
@@ -183,6 +190,16 @@ export async function databaseWarnings(database: Database): Promise<string[]> {
     select name, setting from pg_settings where name in ('autovacuum', 'track_counts')`.execute(database.db);
   const setting = (name: string) => rows.find((r) => r.name === name)?.setting ?? 'on';
   return postgresSettingWarnings({ autovacuum: setting('autovacuum'), trackCounts: setting('track_counts') });
+}
+
+/**
+ * The server settings a pool connection starts with: the user's own (the URL's `options`, else
+ * `PGOPTIONS`, as libpq reads them), then Parley's, which PostgreSQL applies last, so they win
+ * where both set the same one (the region's `search_path`, the statement timeout).
+ */
+export function connectionOptions(user: string | null | undefined, parley: string): string {
+  const own = user?.trim();
+  return own ? `${own} ${parley}` : parley;
 }
 
 /**
