@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/config.js';
 import { describePgUrl, openDatabase } from '../src/db/database.js';
 import { PG_URL } from './helpers/app.js';
-import { createQuietTestApp, makeSendingTenant, startFakeProvider, templateSend } from './helpers/messaging.js';
+import { createQuietTestApp, makeSendingTenant, postTemplateSend, startFakeProvider } from './helpers/messaging.js';
 
 const SOCKET_DIR = '/var/run/postgresql';
 
@@ -70,12 +70,7 @@ describe.skipIf(!SOCKET_URL)('PostgreSQL through its Unix socket', () => {
       const { rows } = await sql<{ addr: string | null }>`select inet_server_addr() as addr`.execute(t.ctx.db);
       expect(rows).toEqual([{ addr: null }]);
       const tenant = await makeSendingTenant(t.ctx);
-      const sent = await t.app.inject({
-        method: 'POST',
-        url: '/api/channels/send',
-        headers: tenant.agentKey.auth,
-        payload: templateSend(),
-      });
+      const sent = await postTemplateSend(t, tenant.agentKey.auth);
       expect(sent.statusCode).toBe(200);
       expect(sent.json().messageId).toBe('wamid.SOCKET1');
       const read = await t.app.inject({

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { connectionOptions } from '../src/db/database.js';
 import { randomBase62 } from '../src/shared/ids.js';
 import { PG_URL } from './helpers/app.js';
-import { createQuietTestApp, makeSendingTenant, startFakeProvider, templateSend } from './helpers/messaging.js';
+import { createQuietTestApp, makeSendingTenant, postTemplateSend, startFakeProvider } from './helpers/messaging.js';
 
 /** `url` with `options` (server settings) as its libpq `options` parameter. */
 function withOptions(url: string, options: string): string {
@@ -42,12 +42,7 @@ describe.skipIf(!PG_URL)('a DATABASE_URL with options of its own', () => {
       expect(rows).toEqual([{ schema: t.env.PARLEY_PG_SCHEMA, lock: '4321ms', statement: '7s' }]);
 
       const tenant = await makeSendingTenant(t.ctx);
-      const sent = await t.app.inject({
-        method: 'POST',
-        url: '/api/channels/send',
-        headers: tenant.agentKey.auth,
-        payload: templateSend(),
-      });
+      const sent = await postTemplateSend(t, tenant.agentKey.auth);
       expect(sent.statusCode, sent.body).toBe(200);
       expect(sent.json().messageId).toBe('wamid.OPTIONS1');
       // Stored in the region's schema, named explicitly.

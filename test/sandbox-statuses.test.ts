@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { DIALECTS } from './helpers/app.js';
-import { createMessagingApp, makeSendingTenant, templateSend } from './helpers/messaging.js';
+import { createMessagingApp, makeSendingTenant, postTemplateSend } from './helpers/messaging.js';
 
 describe('PARLEY_SANDBOX_STATUSES', () => {
   it('is on unless set to false or 0', () => {
@@ -20,12 +20,7 @@ describe.each(DIALECTS)('the sandbox with status webhooks on and off (%s)', (dia
       const t = await createMessagingApp(dialect, { env: { PARLEY_SANDBOX_STATUSES: statuses } });
       try {
         const tenant = await makeSendingTenant(t.ctx);
-        const sent = await t.app.inject({
-          method: 'POST',
-          url: '/api/channels/send',
-          headers: tenant.agentKey.auth,
-          payload: templateSend(),
-        });
+        const sent = await postTemplateSend(t, tenant.agentKey.auth);
         expect(sent.statusCode).toBe(200);
         const { messageId } = sent.json() as { messageId: string };
         // Every webhook the sandbox scheduled has been delivered and applied.

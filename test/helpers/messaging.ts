@@ -122,6 +122,11 @@ export const templateSend = (convId?: string, to = randomPhone()) => ({
   template: { name: 'hello_world', language: 'en_US' },
 });
 
+/** `POST /api/channels/send` of a template (`templateSend()`) with a key's `auth` headers. */
+export function postTemplateSend(t: Pick<TestApp, 'app'>, auth: Record<string, string>) {
+  return t.app.inject({ method: 'POST', url: '/api/channels/send', headers: auth, payload: templateSend() });
+}
+
 export const textSend = (convId: string | undefined, to: string, text = 'Hello there') => ({
   channel: 'msgapp',
   to,
