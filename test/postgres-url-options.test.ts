@@ -31,7 +31,7 @@ describe.skipIf(!PG_URL)('a DATABASE_URL with options of its own', () => {
     // A search_path of the URL's own names a schema that does not exist: were it applied, no table
     // could be made and the app would not start.
     const nowhere = `nowhere_${randomBase62(10).toLowerCase()}`;
-    const url = withOptions(PG_URL ?? '', `-c lock_timeout=4321 -c search_path=${nowhere} -c statement_timeout=1`);
+    const url = withOptions(PG_URL ?? '', `-c lock_timeout=4321 -c search_path=${nowhere} -c statement_timeout=123456`);
     const t = await createQuietTestApp('postgres', {
       env: { DATABASE_URL: url, PARLEY_PG_STATEMENT_TIMEOUT_MS: '7000', PARLEY_PROVIDER_BASE_URL: provider.url },
     });
