@@ -1,4 +1,4 @@
-import type { Generated } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 
 /** Tables of the messaging feature (migrations 0003-messaging, 0005-webhook-inbox, 0006-webhook-dead-letters). */
 export interface MessagingNumberTable {
@@ -46,8 +46,10 @@ export interface MessageTableDefaults {
   /**
    * The rows of `message_statuses` of this message, as a JSON array in no particular order (jsonb on
    * PostgreSQL, text on SQLite; migration 0015-status-history): what a read of the message shows.
+   * Read as node-postgres parses jsonb (an array) or as SQLite's text; written only by the database
+   * (its default and the triggers of `message_statuses`), never in a row or an update.
    */
-  status_history: Generated<string>;
+  status_history: ColumnType<string | readonly unknown[], never, never>;
 }
 
 export interface MessageStatusTable {
