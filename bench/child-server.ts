@@ -2,7 +2,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,17 +20,11 @@ export function build(skip: boolean): void {
   if (res.status !== 0) throw new Error('npm run build failed');
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+/**
+ * A port for a child server: outside the kernel's range for ephemeral ports (where any client
+ * connection of the run could take it first) and never handed out twice in one run.
+ */
+export { freePort } from '../test/helpers/cli.js';
 
 /** The shared secrets Parley requires on PostgreSQL (fixed values: benchmarks seal nothing real). */
 export const PG_BENCH_SECRETS = {
@@ -179,7 +172,8 @@ export async function waitUp(url: string, child: ChildProcess, ms = 30_000): Pro
     try {
       const res = await fetch(url);
       await res.arrayBuffer();
-      if (res.status < 500) return;
+      // Only the health check's own answer: a 404 is another server on the port (one that took it first).
+      if (res.ok) return;
     } catch {
       // not up yet
     }

@@ -96,14 +96,24 @@ function ownPortRange(): { from: number; to: number } {
   return below.to - below.from >= above.to - above.from ? below : above;
 }
 
-/** The first of `count` consecutive free ports (for `--regions`, which listens on N..N+count-1). */
+/** Ports this process handed out already: free now, perhaps, but meant for a server not yet up. */
+const handedOut = new Set<number>();
+
+/**
+ * The first of `count` consecutive free ports (for `--regions`, which listens on N..N+count-1),
+ * none of them handed out before by this process: two picked one after the other for two servers
+ * are never the same, though the first server may not be listening yet.
+ */
 export async function freePortRange(count: number): Promise<number> {
   const { from, to } = ownPortRange();
   for (let attempt = 0; attempt < 50; attempt++) {
     const first = from + Math.floor(Math.random() * (to - from - count));
     let ok = true;
-    for (let i = 0; i < count && ok; i++) ok = await portIsFree(first + i);
-    if (ok) return first;
+    for (let i = 0; i < count && ok; i++) ok = !handedOut.has(first + i) && (await portIsFree(first + i));
+    if (ok) {
+      for (let i = 0; i < count; i++) handedOut.add(first + i);
+      return first;
+    }
   }
   throw new Error(`no ${count} consecutive free ports found`);
 }
