@@ -164,7 +164,7 @@ export function spawnNode(argv: string[], env: Record<string, string>): ChildPro
   return spawn(process.execPath, argv, { cwd: ROOT, env: benchEnv(env), stdio: ['ignore', 'pipe', 'inherit'] });
 }
 
-/** Polls a URL every 100 ms until it answers below 500; fails if the child exits first. */
+/** Polls a URL every 100 ms until it answers 2xx (its health check); fails if the child exits first. */
 export async function waitUp(url: string, child: ChildProcess, ms = 30_000): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
