@@ -281,6 +281,43 @@ describe.each(DIALECTS)('job runner (%s)', (dialect) => {
     expect(await r.listDead(queue)).toEqual([]);
   });
 
+  it.runIf(dialect === 'sqlite')(
+    'a job told to retry later is stored with its new time, the same attempt and the reason, and no lease',
+    async () => {
+      const queue = `q_${randomBase62(6).toLowerCase()}`;
+      let runs = 0;
+      const r = await runner((x) =>
+        x.define({
+          name: queue,
+          handler: async () => {
+            runs++;
+            throw new RetryLater(600_000, 'waiting for the number’s pace');
+          },
+        }),
+      );
+      const before = Date.now();
+      const id = await r.enqueue(queue, {});
+      const stored = () =>
+        t.ctx.db
+          .selectFrom('jobs')
+          .select(['attempt', 'run_at', 'locked_until', 'last_error'])
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow();
+      await until(async () => (await stored()).last_error !== null, 'the job rescheduled');
+      const row = await stored();
+      expect(row).toEqual({
+        attempt: 1,
+        run_at: expect.any(Number),
+        locked_until: null,
+        last_error: 'waiting for the number’s pace',
+      });
+      expect(Number(row.run_at)).toBeGreaterThanOrEqual(before + 600_000);
+      expect(Number(row.run_at)).toBeLessThanOrEqual(Date.now() + 600_000);
+      expect(runs).toBe(1);
+      await t.ctx.db.deleteFrom('jobs').where('id', '=', id).execute();
+    },
+  );
+
   it('never runs more jobs of a queue at once than its concurrency', async () => {
     const queue = `q_${randomBase62(6).toLowerCase()}`;
     let running = 0;

@@ -1,4 +1,5 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { precompiled, slot } from '../db/precompiled.js';
 import type { CampaignTable, DB } from '../db/schema.js';
 import type { CampaignDedupeKeyTable, CampaignDeliveryTable } from './campaign.tables.js';
 
@@ -242,8 +243,8 @@ export async function queuedDeliveryIds(
 }
 
 /** A delivery with what its send needs: the campaign's agent, template, defaults and status. */
-export async function deliveryForSend(db: Kysely<DB>, id: string) {
-  return db
+const deliveryForSendQuery = precompiled((db) =>
+  db
     .selectFrom('campaign_deliveries as d')
     .innerJoin('campaigns as c', 'c.id', 'd.campaign_id')
     .leftJoin('agents as a', (join) => join.onRef('a.id', '=', 'c.agent_id').onRef('a.org_id', '=', 'c.org_id'))
@@ -271,8 +272,11 @@ export async function deliveryForSend(db: Kysely<DB>, id: string) {
       'm.created_at as message_created_at',
       'a.number_id',
     ])
-    .where('d.id', '=', id)
-    .executeTakeFirst();
+    .where('d.id', '=', slot<string>(0)),
+);
+
+export async function deliveryForSend(db: Kysely<DB>, id: string) {
+  return (await deliveryForSendQuery(db, [id])).rows[0];
 }
 
 /**
