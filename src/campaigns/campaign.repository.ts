@@ -242,7 +242,7 @@ export async function queuedDeliveryIds(
   return rows.map((r) => r.id);
 }
 
-/** A delivery with what its send needs: the campaign's agent, template, defaults and status. */
+/** The read behind `deliveryForSend`, prepared once and run directly. */
 const deliveryForSendQuery = precompiled((db) =>
   db
     .selectFrom('campaign_deliveries as d')
@@ -275,6 +275,7 @@ const deliveryForSendQuery = precompiled((db) =>
     .where('d.id', '=', slot<string>(0)),
 );
 
+/** A delivery with what its send needs: the campaign's agent, template, defaults and status. */
 export async function deliveryForSend(db: Kysely<DB>, id: string) {
   return (await deliveryForSendQuery(db, [id])).rows[0];
 }
