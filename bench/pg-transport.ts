@@ -12,10 +12,13 @@
  * dropped at the end.
  *
  * The socket URL is DATABASE_URL with its host replaced by `--socket-dir` (the same user, port and
- * database). What it measures is the driver and the kernel's transport, not Parley.
+ * database). What it measures is the driver and the kernel's transport, not Parley. `--rounds 0`
+ * skips the statements per second; `--json <file>` also writes the one-at-a-time figures (µs, by
+ * transport: `tcp`, `socket`), which `bench/targets.ts` reads.
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { writeJsonFigures } from './child-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -25,6 +28,7 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '50' },
     pool: { type: 'string', default: '10' },
     sequential: { type: 'string', default: '2000' },
+    json: { type: 'string' },
   },
 });
 const tcpUrl = process.env.DATABASE_URL;
@@ -64,11 +68,13 @@ for (let round = 1; round <= Number(args.rounds); round++) {
     process.stderr.write(`[bench] round ${round} ${transport}: ${Math.round(r.qps)} statements/s\n`);
   }
 }
-console.log(
-  `\n### node-postgres, TCP against Unix socket: ${args.concurrency} at a time, pool of ${args.pool}, ${args.duration} s a run\n`,
-);
-console.log('| round | transport | statements/s | client CPU µs per statement |\n| -: | - | -: | -: |');
-for (const row of rows) console.log(row);
+if (rows.length > 0) {
+  console.log(
+    `\n### node-postgres, TCP against Unix socket: ${args.concurrency} at a time, pool of ${args.pool}, ${args.duration} s a run\n`,
+  );
+  console.log('| round | transport | statements/s | client CPU µs per statement |\n| -: | - | -: | -: |');
+  for (const row of rows) console.log(row);
+}
 
 /** p50 and p99 (µs) of `n` statements one at a time on one connection, after n/10 unmeasured. */
 async function oneAtATime(url: string, n: number): Promise<{ select: number[]; insert: number[] }> {
@@ -101,16 +107,24 @@ const pct = (xs: number[], q: number) => {
   return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0);
 };
 const seqRows: string[] = [];
-for (const [transport, url] of [
-  ['TCP (127.0.0.1)', tcpUrl],
-  ['Unix socket', socketUrl],
+type OneAtATime = { selectP50: number; selectP99: number; insertP50: number; insertP99: number };
+const figures: Record<string, OneAtATime> = {};
+for (const [transport, key, url] of [
+  ['TCP (127.0.0.1)', 'tcp', tcpUrl],
+  ['Unix socket', 'socket', socketUrl],
 ] as const) {
   const t = await oneAtATime(url, Number(args.sequential));
-  seqRows.push(
-    `| ${transport} | ${pct(t.select, 0.5)} / ${pct(t.select, 0.99)} | ${pct(t.insert, 0.5)} / ${pct(t.insert, 0.99)} |`,
-  );
-  process.stderr.write(`[bench] one at a time, ${transport}: select p50 ${pct(t.select, 0.5)} µs\n`);
+  const f = {
+    selectP50: pct(t.select, 0.5),
+    selectP99: pct(t.select, 0.99),
+    insertP50: pct(t.insert, 0.5),
+    insertP99: pct(t.insert, 0.99),
+  };
+  figures[key] = f;
+  seqRows.push(`| ${transport} | ${f.selectP50} / ${f.selectP99} | ${f.insertP50} / ${f.insertP99} |`);
+  process.stderr.write(`[bench] one at a time, ${transport}: select p50 ${f.selectP50} µs\n`);
 }
 console.log(`\n### node-postgres, one statement at a time on one connection (${args.sequential} of each)\n`);
 console.log('| transport | select p50 / p99 µs | insert and commit p50 / p99 µs |\n| - | -: | -: |');
 for (const row of seqRows) console.log(row);
+writeJsonFigures(args.json, figures);

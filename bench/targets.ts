@@ -5,6 +5,10 @@
  * measured, the bare server's figure it was compared with, and whether it is met, followed by the
  * three benchmarks' own tables. SQLite, and PostgreSQL when DATABASE_URL is set.
  *
+ * On PostgreSQL it also runs `pg-transport.ts --rounds 0`: node-postgres alone, one statement at a
+ * time, so that the table shows, beside the latency a send adds, the floor under it on this machine
+ * (a send makes two writes with their commits, one after the other, before it answers).
+ *
  * Sends are measured once per `--send-recipients` value: all to one recipient (every send of the
  * load in one conversation, the same row updated by each), and spread round 1,000 recipients (one
  * conversation each), as a tenant's traffic is.
@@ -62,10 +66,14 @@ type SendFigures = {
 const dir = mkdtempSync(join(tmpdir(), 'parley-targets-'));
 const outputs: string[] = [];
 
-/** Runs one benchmark script; answers its `--json` figures (its Markdown goes to `outputs`). */
-function run<T>(script: string, argv: string[]): Record<string, T> {
+/**
+ * Runs one benchmark script; answers its `--json` figures (its Markdown goes to `outputs`). The
+ * build and the connections are passed to scripts that serve Parley (`serves`).
+ */
+function run<T>(script: string, argv: string[], serves = true): Record<string, T> {
   const json = join(dir, `${script}.json`);
-  const command = ['--import', 'tsx', `bench/${script}.ts`, ...build, ...common, ...argv, '--json', json];
+  const shared = serves ? [...build, ...common] : [];
+  const command = ['--import', 'tsx', `bench/${script}.ts`, ...shared, ...argv, '--json', json];
   log(`targets: node ${command.join(' ')}`);
   const done = spawnSync(process.execPath, command, {
     cwd: ROOT,
@@ -77,7 +85,7 @@ function run<T>(script: string, argv: string[]): Record<string, T> {
     rmSync(dir, { recursive: true, force: true });
     throw new Error(`bench/${script}.ts exited with ${done.status ?? done.signal}`);
   }
-  outputs.push(`#### \`bench/${script}.ts ${[...build, ...common, ...argv].join(' ')}\`\n\n${done.stdout.trim()}`);
+  outputs.push(`#### \`bench/${script}.ts ${[...shared, ...argv].join(' ')}\`\n\n${done.stdout.trim()}`);
   return JSON.parse(readFileSync(json, 'utf8')) as Record<string, T>;
 }
 
@@ -119,6 +127,10 @@ const sendRuns = recipientCounts.map((recipients) => ({
     ...dialectArgs,
   ]),
 }));
+type TransportFigures = { selectP50: number; selectP99: number; insertP50: number; insertP99: number };
+const transport = dialects.includes('postgres')
+  ? run<TransportFigures>('pg-transport', ['--rounds', '0', '--sequential', String(args.sequential)], false).tcp
+  : undefined;
 rmSync(dir, { recursive: true, force: true });
 
 const NAMES: Record<Dialect, string> = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
@@ -184,6 +196,11 @@ for (const d of dialects) {
         : `sandbox alone ${f2(s.sandbox.oneAtATimeP50)} ms`,
       `< ${GOALS.addedP50Ms} ms`,
       (turns?.addedP50 ?? s.addedP50) < GOALS.addedP50Ms,
+    );
+  }
+  if (d === 'postgres' && transport) {
+    rows.push(
+      `| (the floor under a send's added latency: two one-row inserts with their commits, one after the other, node-postgres alone) | ${NAMES[d]} | ${f2((2 * transport.insertP50) / 1000)} ms (2 × ${f0(transport.insertP50)} µs) | a select ${f0(transport.selectP50)} µs | | |`,
     );
   }
 }
