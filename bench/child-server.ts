@@ -380,6 +380,14 @@ export interface LoadFigures {
   readonly cpuUs?: number;
 }
 
+/** `bench/pg-transport.ts`: one statement at a time on one connection, p50 and p99 in µs. */
+export interface OneAtATimeFigures {
+  readonly selectP50: number;
+  readonly selectP99: number;
+  readonly insertP50: number;
+  readonly insertP99: number;
+}
+
 export const loadFigures = (r: AutocannonResult & { cpuUs?: number }): LoadFigures => ({
   rps: r.requests.average,
   p50: r.latency.p50,

@@ -18,7 +18,7 @@
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { writeJsonFigures } from './child-server.js';
+import { type OneAtATimeFigures, writeJsonFigures } from './child-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -107,14 +107,13 @@ const pct = (xs: number[], q: number) => {
   return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0);
 };
 const seqRows: string[] = [];
-type OneAtATime = { selectP50: number; selectP99: number; insertP50: number; insertP99: number };
-const figures: Record<string, OneAtATime> = {};
+const figures: Record<string, OneAtATimeFigures> = {};
 for (const [transport, key, url] of [
   ['TCP (127.0.0.1)', 'tcp', tcpUrl],
   ['Unix socket', 'socket', socketUrl],
 ] as const) {
   const t = await oneAtATime(url, Number(args.sequential));
-  const f = {
+  const f: OneAtATimeFigures = {
     selectP50: pct(t.select, 0.5),
     selectP99: pct(t.select, 0.99),
     insertP50: pct(t.insert, 0.5),

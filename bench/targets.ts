@@ -24,7 +24,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { dialectsArg, type LoadFigures, log, ROOT } from './child-server.js';
+import { dialectsArg, type LoadFigures, log, type OneAtATimeFigures, ROOT } from './child-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -127,9 +127,8 @@ const sendRuns = recipientCounts.map((recipients) => ({
     ...dialectArgs,
   ]),
 }));
-type TransportFigures = { selectP50: number; selectP99: number; insertP50: number; insertP99: number };
 const transport = dialects.includes('postgres')
-  ? run<TransportFigures>('pg-transport', ['--rounds', '0', '--sequential', String(args.sequential)], false).tcp
+  ? run<OneAtATimeFigures>('pg-transport', ['--rounds', '0', '--sequential', String(args.sequential)], false).tcp
   : undefined;
 rmSync(dir, { recursive: true, force: true });
 
