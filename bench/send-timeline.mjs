@@ -3,7 +3,8 @@
  * children with NODE_OPTIONS, it acts only in `parley serve` on PostgreSQL, where it notes, for
  * each `POST /api/channels/send`, when each statement left for PostgreSQL and when its answer came
  * back (node-postgres's `Client#query`), counted from the moment the request reached the server,
- * and when the answer was finished. At exit it writes the medians of the last 1,000 sends as a
+ * and when the answer was finished; and, within each statement, when node-postgres first wrote it
+ * to its socket, which splits its time into node-postgres's part and the wait for PostgreSQL. At exit it writes the medians of the last 1,000 sends as a
  * Markdown table to SEND_TIMELINE_OUT. The gaps between statements are Parley's own work and the
  * provider call (the sandbox). Statements that leave once the answer is finished are listed after it.
  *
@@ -24,13 +25,30 @@ if (out && process.argv.includes('serve') && process.env.DATABASE_URL) {
   let current;
   const done = [];
 
+  /** Each connection's statement in flight: its first write to the socket is noted on it. */
+  const inFlight = new WeakMap();
+  const noteWrites = (connection) => {
+    if (!connection?.stream || inFlight.has(connection)) return;
+    inFlight.set(connection, undefined);
+    const write = connection.stream.write;
+    connection.stream.write = function (...args) {
+      const statement = inFlight.get(connection);
+      if (statement && statement.written === undefined) statement.written = performance.now();
+      return write.apply(this, args);
+    };
+  };
+
   const query = pg.Client.prototype.query;
   pg.Client.prototype.query = function (config, values, callback) {
     const send = current;
-    const sent = performance.now();
     const text = typeof config === 'string' ? config : (config?.text ?? config?.name ?? '?');
-    const name = text.replace(/\s+/g, ' ').trim().slice(0, 60);
-    const note = () => send?.statements.push({ name, sent, answered: performance.now() });
+    const statement = { name: text.replace(/\s+/g, ' ').trim().slice(0, 60), sent: performance.now() };
+    noteWrites(this.connection);
+    inFlight.set(this.connection, statement);
+    const note = () => {
+      statement.answered = performance.now();
+      send?.statements.push(statement);
+    };
     // node-postgres calls back when given a callback (pg.Pool does), and returns a promise otherwise.
     if (typeof values === 'function' || typeof callback === 'function') {
       const wrap =
@@ -65,7 +83,7 @@ if (out && process.argv.includes('serve') && process.env.DATABASE_URL) {
 
   process.on('exit', () => {
     const median = (xs) => {
-      const s = [...xs].sort((a, b) => a - b);
+      const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
       return s.length ? s[Math.floor((s.length - 1) / 2)] : Number.NaN;
     };
     const ms = (x) => (x * 1000).toFixed(0);
@@ -100,8 +118,11 @@ if (out && process.argv.includes('serve') && process.env.DATABASE_URL) {
       if (!name) return;
       const starts = sends.map((s) => before(s)[i].sent - s.start);
       const ends = sends.map((s) => before(s)[i].answered - s.start);
+      const written = sends.map((s) => (before(s)[i].written ?? Number.NaN) - s.start);
       row('Parley (and the provider call, if between)', previous, starts);
       row(`statement \`${name}\``, starts, ends);
+      row('of which: node-postgres, to its first write', starts, written);
+      row('of which: from that write to the answer (the round trip, PostgreSQL and its commit)', written, ends);
       previous = ends;
     });
     row(
