@@ -4,9 +4,10 @@
  * each `POST /api/channels/send`, when each statement left for PostgreSQL and when its answer came
  * back (node-postgres's `Client#query`), counted from the moment the request reached the server,
  * and when the answer was finished; and, within each statement, when node-postgres first wrote it
- * to its socket, which splits its time into node-postgres's part and the wait for PostgreSQL. At exit it writes the medians of the last 1,000 sends as a
- * Markdown table to SEND_TIMELINE_OUT. The gaps between statements are Parley's own work and the
- * provider call (the sandbox). Statements that leave once the answer is finished are listed after it.
+ * to its socket, which splits its time into node-postgres's part and the wait for PostgreSQL. At
+ * exit it writes the medians of the last 1,000 sends as a Markdown table to SEND_TIMELINE_OUT. The
+ * gaps between statements are Parley's own work and the provider call (the sandbox). Statements
+ * that leave once the answer is finished are listed after it.
  *
  *   SEND_TIMELINE_OUT=/tmp/timeline.md NODE_OPTIONS="--import ./bench/send-timeline.mjs" \
  *     DATABASE_URL=postgres://postgres@127.0.0.1:5432/test \
@@ -43,8 +44,10 @@ if (out && process.argv.includes('serve') && process.env.DATABASE_URL) {
     const send = current;
     const text = typeof config === 'string' ? config : (config?.text ?? config?.name ?? '?');
     const statement = { name: text.replace(/\s+/g, ' ').trim().slice(0, 60), sent: performance.now() };
-    noteWrites(this.connection);
-    inFlight.set(this.connection, statement);
+    if (this.connection) {
+      noteWrites(this.connection);
+      inFlight.set(this.connection, statement);
+    }
     const note = () => {
       statement.answered = performance.now();
       send?.statements.push(statement);
