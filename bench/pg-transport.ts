@@ -18,7 +18,7 @@
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { type OneAtATimeFigures, writeJsonFigures } from './child-server.js';
+import { type OneAtATimeFigures, quantile, writeJsonFigures } from './child-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -104,7 +104,7 @@ async function oneAtATime(url: string, n: number): Promise<{ select: number[]; i
 
 const pct = (xs: number[], q: number) => {
   const sorted = [...xs].sort((a, b) => a - b);
-  return Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? 0);
+  return Math.round(quantile(sorted, q));
 };
 const seqRows: string[] = [];
 const figures: Record<string, OneAtATimeFigures> = {};
