@@ -799,6 +799,16 @@ describe.each(DIALECTS)('POST /api/channels/send against other providers (%s)', 
       expect(replay.json()).toEqual(res.json());
       expect(provider.requests).toHaveLength(1);
       await restore();
+      // Until a status comes, the message reads as pending by its own ID, and the provider's finds nothing.
+      const ours = await t.app.inject({ method: 'GET', url: `/api/messages/${row.id}`, headers: tenant.agentKey.auth });
+      expect(ours.statusCode).toBe(200);
+      expect(ours.json().message).toMatchObject({ id: row.id, messageId: null, status: 'pending', statuses: [] });
+      const theirs = await t.app.inject({
+        method: 'GET',
+        url: '/api/messages/wamid.KEPT1',
+        headers: tenant.agentKey.auth,
+      });
+      expect(theirs.statusCode).toBe(404);
       // Statuses still find the message by its callback data and record its provider ID.
       await postWebhook(
         t,

@@ -36,7 +36,8 @@ export const MessageResponse = Type.Object(
         status: Type.String({
           description:
             'Latest status: accepted, sent, delivered, read or failed (only ever moves forward; failed is final); ' +
-            'rejected or unconfirmed when the send itself failed.',
+            'rejected or unconfirmed when the send itself failed; pending while the send awaits the provider, or ' +
+            'when the provider accepted it but recording that failed, until its first status arrives.',
         }),
         error: Type.Optional(Type.Object({ code: Type.Union([Type.Number(), Type.Null()]), message: Type.String() })),
         createdAt: Type.Number(),
