@@ -882,7 +882,7 @@ export interface components {
             to: string;
             type: "template" | "message";
             templateName: string | null;
-            /** @description Latest status: accepted, sent, delivered, read or failed (only ever moves forward; failed is final); rejected or unconfirmed when the send itself failed. */
+            /** @description Latest status: accepted, sent, delivered, read or failed (only ever moves forward; failed is final); rejected or unconfirmed when the send itself failed; pending while the send awaits the provider, or when the provider accepted it but recording that failed, until its first status arrives. */
             status: string;
             error?: {
                 code: number | null;
