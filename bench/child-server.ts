@@ -188,8 +188,12 @@ export function startBaseline(): Promise<{ child: ChildProcess; url: string }> {
 }
 
 /** A child that prints `listening <port>` once ready (the bare server, the reference servers). */
-export async function startListening(argv: string[], name: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawnNode(argv, {});
+export async function startListening(
+  argv: string[],
+  name: string,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawnNode(argv, env);
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout?.on('data', (d: Buffer) => {
       const m = /listening (\d+)/.exec(d.toString());

@@ -17,6 +17,9 @@
  * backlog a burst of sends leaves, read from Parley's database, up to 5 minutes).
  * "Added by Parley" is Parley's latency minus the sandbox's, measured one request at a time, after
  * the load run (so on servers whose code is compiled, as they are after their first minute).
+ * On PostgreSQL a reference server for sends (bench/send-reference-server.ts: no framework, the
+ * same two statements and provider call as Parley) is then timed with the sandbox and Parley, the
+ * three taking turns: the latency any server adds on this machine under the same rules.
  */
 import type { ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
@@ -33,12 +36,14 @@ import {
   freePort,
   log,
   messagingBenchEnv,
+  NODE_FLAGS,
   PG_BENCH_SECRETS,
   postgresCpuMs,
   quantile,
   seedSendingTenant,
   spawnNode,
   startBaseline,
+  startListening,
   stopChild,
   waitUp,
   writeJsonFigures,
@@ -93,11 +98,12 @@ async function sequential(url: string, init: { headers: Record<string, string>; 
 type Target = { url: string; headers: Record<string, string>; bodies: readonly string[] };
 
 /**
- * One request at a time to each of two servers in turn (which goes first alternating), so that both
- * are timed in the same moments of a machine whose speed drifts: the p50 of each.
+ * One request at a time to each server in turn, the first of each round moving round them (a, b;
+ * b, a for two), so that all are timed in the same moments of a machine whose speed drifts: the
+ * p50 of each, in the order given.
  */
-async function interleaved(a: Target, b: Target): Promise<{ a: number; b: number }> {
-  const times = { a: [] as number[], b: [] as number[] };
+async function takingTurns(targets: readonly Target[]): Promise<number[]> {
+  const times = targets.map(() => [] as number[]);
   const once = async (t: Target, i: number, into: number[]) => {
     const t0 = process.hrtime.bigint();
     const res = await request(t.url, { method: 'POST', headers: t.headers, body: t.bodies[i % t.bodies.length] });
@@ -106,20 +112,19 @@ async function interleaved(a: Target, b: Target): Promise<{ a: number; b: number
     if (res.statusCode !== 200) throw new Error(`${t.url} answered ${res.statusCode}`);
   };
   for (let i = 0; i < SEQUENTIAL; i++) {
-    if (i % 2 === 0) {
-      await once(a, i, times.a);
-      await once(b, i, times.b);
-    } else {
-      await once(b, i, times.b);
-      await once(a, i, times.a);
+    for (let k = 0; k < targets.length; k++) {
+      const j = (i + k) % targets.length;
+      const target = targets[j];
+      const into = times[j];
+      if (target && into) await once(target, i, into);
     }
   }
-  const p50 = (xs: number[]) =>
+  return times.map((xs) =>
     quantile(
       [...xs].sort((x, y) => x - y),
       0.5,
-    );
-  return { a: p50(times.a), b: p50(times.b) };
+    ),
+  );
 }
 
 interface Row {
@@ -137,6 +142,8 @@ interface Row {
   statuses?: StatusDrain;
   /** Parley's row: its p50 one at a time and the sandbox's, the two taking turns. */
   interleaved?: { parley: number; sandbox: number };
+  /** Parley's row, PostgreSQL: the sandbox, the reference server for sends and Parley, taking turns. */
+  reference?: { sandbox: number; reference: number; parley: number };
 }
 
 interface StatusDrain {
@@ -205,6 +212,24 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
     await waitUp(`http://127.0.0.1:${sandboxPort}/sandbox/health`, sandbox);
     await waitUp(`http://127.0.0.1:${directPort}/sandbox/health`, direct);
     await waitUp(`http://127.0.0.1:${parleyPort}/api/health`, parley);
+    // PostgreSQL: beside Parley, on its schema and its sandbox, the least a server can do for a send
+    // under the same rules (bench/send-reference-server.ts), timed with it one send at a time.
+    const reference =
+      dialect === 'postgres' && env.DATABASE_URL && env.PARLEY_PG_SCHEMA
+        ? await startListening(
+            [
+              ...NODE_FLAGS,
+              '--import',
+              'tsx',
+              'bench/send-reference-server.ts',
+              `http://127.0.0.1:${sandboxPort}`,
+              '0',
+            ],
+            'the reference server for sends',
+            { DATABASE_URL: env.DATABASE_URL, PARLEY_PG_SCHEMA: env.PARLEY_PG_SCHEMA },
+          )
+        : undefined;
+    if (reference) children.push(reference.child);
 
     const json = { 'content-type': 'application/json' };
     const sendBodies = Array.from({ length: RECIPIENTS }, (_, i) =>
@@ -306,8 +331,16 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
     const [, sandboxTarget, parleyTarget] = targets;
     const parleyRow = rows[2];
     if (sandboxTarget && parleyTarget && parleyRow) {
-      const turns = await interleaved(sandboxTarget, parleyTarget);
-      parleyRow.interleaved = { sandbox: turns.a, parley: turns.b };
+      const [sandboxP50 = 0, parleyP50 = 0] = await takingTurns([sandboxTarget, parleyTarget]);
+      parleyRow.interleaved = { sandbox: sandboxP50, parley: parleyP50 };
+      if (reference) {
+        // The reference's code compiled first, as Parley's is by its load run; then the three in turn.
+        log(`${dialect}: the reference server for sends: ${SEQUENTIAL} sends to warm it, then the three taking turns`);
+        const referenceTarget = { ...parleyTarget, url: `${reference.url}/api/channels/send` };
+        await takingTurns([referenceTarget]);
+        const [s = 0, r = 0, p = 0] = await takingTurns([sandboxTarget, referenceTarget, parleyTarget]);
+        parleyRow.reference = { sandbox: s, reference: r, parley: p };
+      }
     }
     return rows;
   } finally {
@@ -350,6 +383,21 @@ for (const [i, rows] of all.entries()) {
     `| ${dialects[i]} | ${f(parley.rps)} | ${((100 * parley.rps) / sandbox.rps).toFixed(0)} % | ${f(parley.seqP50 - sandbox.seqP50)} | ${f(parley.seqP99 - sandbox.seqP99)} | ${taking} |`,
   );
 }
+const withReference = all.flatMap((rows, i) => {
+  const reference = rows[2]?.reference;
+  return reference ? [{ dialect: dialects[i], ...reference }] : [];
+});
+if (withReference.length > 0) {
+  console.log(
+    '\n| database | taking turns with the reference server for sends: sandbox / reference / Parley p50 ms | added: reference / Parley ms |',
+  );
+  console.log('| - | -: | -: |');
+  for (const r of withReference) {
+    console.log(
+      `| ${r.dialect} | ${f(r.sandbox)} / ${f(r.reference)} / ${f(r.parley)} | ${f(r.reference - r.sandbox)} / ${f(r.parley - r.sandbox)} |`,
+    );
+  }
+}
 const asFigures = (r: Row) => ({
   rps: r.rps,
   p50: r.p50,
@@ -380,6 +428,17 @@ writeJsonFigures(
                     sandboxP50: parley.interleaved.sandbox,
                     parleyP50: parley.interleaved.parley,
                     addedP50: parley.interleaved.parley - parley.interleaved.sandbox,
+                  },
+                }
+              : {}),
+            ...(parley.reference
+              ? {
+                  reference: {
+                    sandboxP50: parley.reference.sandbox,
+                    referenceP50: parley.reference.reference,
+                    parleyP50: parley.reference.parley,
+                    referenceAddedP50: parley.reference.reference - parley.reference.sandbox,
+                    parleyAddedP50: parley.reference.parley - parley.reference.sandbox,
                   },
                 }
               : {}),

@@ -61,6 +61,14 @@ type SendFigures = {
   addedP50: number;
   /** The sandbox and Parley one request at a time, taking turns (what the added-p50 goal is judged on). */
   interleaved?: { sandboxP50: number; parleyP50: number; addedP50: number };
+  /** PostgreSQL: the sandbox, the reference server for sends and Parley, the three taking turns. */
+  reference?: {
+    sandboxP50: number;
+    referenceP50: number;
+    parleyP50: number;
+    referenceAddedP50: number;
+    parleyAddedP50: number;
+  };
 };
 
 const dir = mkdtempSync(join(tmpdir(), 'parley-targets-'));
@@ -196,6 +204,11 @@ for (const d of dialects) {
       `< ${GOALS.addedP50Ms} ms`,
       (turns?.addedP50 ?? s.addedP50) < GOALS.addedP50Ms,
     );
+    if (s.reference) {
+      rows.push(
+        `| (reference server for POST /api/channels/send (${to}), no framework, the same statements and provider call: added p50, with Parley's, the three taking turns) | ${NAMES[d]} | ${f2(s.reference.referenceAddedP50)} ms (Parley ${f2(s.reference.parleyAddedP50)} ms) | sandbox ${f2(s.reference.sandboxP50)} ms in turn | | |`,
+      );
+    }
   }
   if (d === 'postgres' && transport) {
     rows.push(
