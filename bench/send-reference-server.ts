@@ -18,6 +18,9 @@
  *   last message time), committed before the answer (a read right after the send sees it);
  * - the answer, with the security headers and a request ID; then, after it, the read of statuses
  *   that outran the message, as Parley does.
+ * It leaves out what a send asks beyond that and costs no round trip on one node: the rate limits
+ * (counted in memory without Redis), the key's last-used time (kept in memory, written every
+ * 10 s), the body's validation beyond what it reads, the log line.
  *
  *   DATABASE_URL=postgres://... PARLEY_PG_SCHEMA=<schema> \
  *     node --import tsx bench/send-reference-server.ts <provider base URL> [port]   # prints `listening <port>`
