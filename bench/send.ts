@@ -215,18 +215,11 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Row[]> {
     // PostgreSQL: beside Parley, on its schema and its sandbox, the least a server can do for a send
     // under the same rules (bench/send-reference-server.ts), timed with it one send at a time.
     const reference =
-      dialect === 'postgres' && env.DATABASE_URL && env.PARLEY_PG_SCHEMA
+      dialect === 'postgres'
         ? await startListening(
-            [
-              ...NODE_FLAGS,
-              '--import',
-              'tsx',
-              'bench/send-reference-server.ts',
-              `http://127.0.0.1:${sandboxPort}`,
-              '0',
-            ],
+            [...NODE_FLAGS, '--import', 'tsx', 'bench/send-reference-server.ts', '0'],
             'the reference server for sends',
-            { DATABASE_URL: env.DATABASE_URL, PARLEY_PG_SCHEMA: env.PARLEY_PG_SCHEMA },
+            env,
           )
         : undefined;
     if (reference) children.push(reference.child);
