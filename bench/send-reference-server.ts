@@ -32,12 +32,12 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { keyHashOf } from '../src/auth/auth.js';
-import { recordAcceptance } from '../src/channels/send-from-agent.js';
+import { messageRow, recordAcceptance } from '../src/channels/send-from-agent.js';
 import { loadConfig } from '../src/config.js';
 import { findRecipientStoringMessage } from '../src/conversations/conversation.repository.js';
 import { openDatabase, sql } from '../src/db/database.js';
 import { SECURITY_HEADERS } from '../src/http/security-headers.js';
-import { applyPendingStatuses, STATUS_RANK } from '../src/messaging/message.repository.js';
+import { applyPendingStatuses } from '../src/messaging/message.repository.js';
 import { createCloudProvider } from '../src/messaging/provider.js';
 import { newId } from '../src/shared/ids.js';
 
@@ -109,32 +109,21 @@ async function send(req: IncomingMessage, res: ServerResponse, raw: string): Pro
   const params = template.parameters?.body ?? [];
   const id = newId('msg');
   const now = Date.now();
+  const content = { kind: 'template', name: template.name, language: template.language, header, body: params } as const;
+  const input = {
+    orgId: sender.orgId,
+    agentId: sender.agentId,
+    to,
+    content,
+    conversation: { origin: 'manual', required: false },
+  } as const;
   const found = await findRecipientStoringMessage(db, {
     orgId: sender.orgId,
     agentId: sender.agentId,
     phone: to,
     epoch: sender.epoch,
     liveSince: now - config.conversations.idleMs,
-    message: {
-      id,
-      org_id: sender.orgId,
-      agent_id: sender.agentId,
-      number_id: sender.numberId,
-      to_phone: to,
-      type: 'template',
-      template_name: template.name,
-      provider_message_id: null,
-      status: 'pending',
-      status_rank: STATUS_RANK.pending,
-      error_code: null,
-      error_message: null,
-      created_at: now,
-      updated_at: now,
-      conversation_id: null,
-      text: null,
-      template_language: template.language,
-      template_parameters: JSON.stringify({ body: params, header }),
-    },
+    message: messageRow(input, id, sender.numberId, null, now),
   });
   const conversationId = found.known?.open?.id;
   if (!found.stored || !conversationId) return refuse(res, 409, 'no live conversation, or the key epoch moved');
@@ -143,7 +132,7 @@ async function send(req: IncomingMessage, res: ServerResponse, raw: string): Pro
     accessToken: 'sandbox',
     to,
     callbackData: id,
-    content: { kind: 'template', name: template.name, language: template.language, header, body: params },
+    content,
   });
   if (!result.ok) return refuse(res, 502, 'the provider refused');
   const { messageId } = result;

@@ -299,7 +299,7 @@ export const conversationDeps = (ctx: AppContext): ConversationDeps => ({
 });
 
 /** The row of a message about to be sent: pending, with no provider ID yet. */
-function messageRow(
+export function messageRow(
   input: SendFromAgentInput,
   id: string,
   numberId: string,
