@@ -2,7 +2,8 @@
  * End-user benchmarks, side by side with a bare node:http server answering a fixed JSON, in one run:
  *   - authenticated GET /api/endusers/<id> at 50 connections, IDs in turn from a list of 1,000;
  *     with --ceiling, on SQLite, also a reference server doing only that read's own work without a
- *     framework (bench/ceiling-server.ts), under the same load;
+ *     framework (bench/ceiling-server.ts), under the same load; with --lean-fastify, the same read in
+ *     the leanest Fastify app (ceiling-server.ts ... fastify: no hooks, no logger);
  *   - list page 1 against list page ~5,000 (cursors walked first);
  *   - POST /api/endusers/batch of 1,000 new records, several runs: median and p95;
  *   - the server's RSS under load (peak, sampled from /proc).
@@ -18,7 +19,8 @@
  * --cli another compiled dist/cli/main.js to serve (a build of an earlier commit, to compare),
  * --get-rounds alternating runs of the bare server and GET by id (1; the median of each reported),
  * --only-get (skip the list and batch runs), --log-level of the server (warn), --ceiling (SQLite: the
- * reference server too, in the same alternating rounds), --requests how GET by id's requests are made:
+ * reference server too, in the same alternating rounds), --lean-fastify (SQLite: the lean Fastify app
+ * too, likewise), --requests how GET by id's requests are made:
  * `rotate` (each built anew with the next ID as it is sent; the bare server gets a fixed `GET /`) or
  * `list` (the 1,000 requests built once, and the same list sent to the bare server too).
  * Prints a Markdown table on stdout; progress on stderr.
@@ -69,6 +71,7 @@ const { values: args } = parseArgs({
     'only-get': { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'warn' },
     ceiling: { type: 'boolean', default: false },
+    'lean-fastify': { type: 'boolean', default: false },
     requests: { type: 'string', default: 'rotate' },
     'no-analyze': { type: 'boolean', default: false },
     json: { type: 'string' },
@@ -140,6 +143,8 @@ interface Figures {
   getCpuUs: number;
   /** --ceiling on SQLite: the reference server's median run and CPU µs per request. */
   ceiling?: AutocannonResult & { cpuUs: number };
+  /** --lean-fastify on SQLite: the same read in the leanest Fastify app, its median run. */
+  fastify?: AutocannonResult & { cpuUs: number };
   page1: AutocannonResult;
   pageN: AutocannonResult;
   walkMs: number;
@@ -216,11 +221,29 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
           )
         : undefined;
     if (ceiling) children.push(ceiling.child);
+    const fastify =
+      args['lean-fastify'] && dialect === 'sqlite'
+        ? await startListening(
+            [
+              ...NODE_FLAGS,
+              '--import',
+              'tsx',
+              'bench/ceiling-server.ts',
+              join(dataDir, 'parley-us.db'),
+              '0',
+              'endusers',
+              'fastify',
+            ],
+            'lean Fastify app',
+          )
+        : undefined;
+    if (fastify) children.push(fastify.child);
 
     // The bare server and GET by id alternate, GET_ROUNDS times each; the median rate of each stands.
     const baselines: (AutocannonResult & { cpuUs: number })[] = [];
     const gets: (AutocannonResult & { cpuUs: number })[] = [];
     const ceilings: (AutocannonResult & { cpuUs: number })[] = [];
+    const fastifies: (AutocannonResult & { cpuUs: number })[] = [];
     const measured = await peakRss(parley.child.pid, async () => {
       for (let round = 1; round <= GET_ROUNDS; round++) {
         log(`${dialect}: baseline (round ${round})`);
@@ -229,13 +252,17 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
           log(`${dialect}: reference server (round ${round})`);
           ceilings.push(await loadWithCpu(ceiling.child.pid, () => load(`${ceiling.url}/`, byId)));
         }
+        if (fastify) {
+          log(`${dialect}: lean Fastify app (round ${round})`);
+          fastifies.push(await loadWithCpu(fastify.child.pid, () => load(`${fastify.url}/`, byId)));
+        }
         log(`${dialect}: GET /api/endusers/<id> (round ${round})`);
         gets.push(await loadWithCpu(parley.child.pid, () => load(`${parley.base}/`, byId)));
-        const [b, c, g] = [baselines.at(-1), ceilings.at(-1), gets.at(-1)];
+        const [b, c, l, g] = [baselines.at(-1), ceilings.at(-1), fastifies.at(-1), gets.at(-1)];
         const figures = (r: (AutocannonResult & { cpuUs: number }) | undefined) =>
           `${Math.round(r?.requests.average ?? 0)} req/s (${Math.round(r?.cpuUs ?? 0)} µs CPU each)`;
         log(
-          `${dialect}:   bare ${figures(b)}, ${c ? `reference ${figures(c)}, ` : ''}` +
+          `${dialect}:   bare ${figures(b)}, ${c ? `reference ${figures(c)}, ` : ''}${l ? `lean Fastify ${figures(l)}, ` : ''}` +
             `GET by id ${figures(g)}, p99 ${g?.latency.p99} ms`,
         );
       }
@@ -282,6 +309,9 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       baselineCpuUs: median(baselines.map((r) => r.cpuUs)),
       getCpuUs: median(gets.map((r) => r.cpuUs)),
       ...(ceilings.length ? { ceiling: { ...medianRate(ceilings), cpuUs: median(ceilings.map((r) => r.cpuUs)) } } : {}),
+      ...(fastifies.length
+        ? { fastify: { ...medianRate(fastifies), cpuUs: median(fastifies.map((r) => r.cpuUs)) } }
+        : {}),
       ...measured.result,
       walkMs,
       batchMedian: quantile(times, 0.5),
@@ -324,6 +354,21 @@ const rows: [string, (f: Figures) => string][] = [
     'GET by id: share of the reference req/s',
     (f) => (f.ceiling ? `${f0((100 * f.getById.requests.average) / f.ceiling.requests.average)}%` : '-'),
   ],
+  [
+    'lean Fastify app (no hooks, no logger): req/s, share of bare',
+    (f) =>
+      f.fastify
+        ? `${f0(f.fastify.requests.average)}, ${f0((100 * f.fastify.requests.average) / f.baseline.requests.average)}%`
+        : '-',
+  ],
+  [
+    'lean Fastify app: p50 / p99 ms, CPU µs per request',
+    (f) => (f.fastify ? `${f.fastify.latency.p50} / ${f.fastify.latency.p99}, ${f0(f.fastify.cpuUs)}` : '-'),
+  ],
+  [
+    'GET by id: share of the lean Fastify app req/s',
+    (f) => (f.fastify ? `${f0((100 * f.getById.requests.average) / f.fastify.requests.average)}%` : '-'),
+  ],
   ['list page 1: req/s', (f) => f0(f.page1.requests.average)],
   ['list page 1: p50 / p99 ms', (f) => `${f.page1.latency.p50} / ${f.page1.latency.p99}`],
   [`list page ${f0(TARGET_PAGE)}: req/s`, (f) => f0(f.pageN.requests.average)],
@@ -341,8 +386,12 @@ const rows: [string, (f: Figures) => string][] = [
   ],
 ];
 // With --only-get, the list and batch rows measured nothing.
-const listed = args.ceiling ? rows : rows.filter(([label]) => !/reference/.test(label));
-const shown = ONLY_GET ? listed.filter(([label]) => /^(seed|bare|GET|reference|server peak)/.test(label)) : listed;
+const listed = rows.filter(
+  ([label]) => (args.ceiling || !/reference/.test(label)) && (args['lean-fastify'] || !/lean Fastify/.test(label)),
+);
+const shown = ONLY_GET
+  ? listed.filter(([label]) => /^(seed|bare|GET|reference|lean Fastify|server peak)/.test(label))
+  : listed;
 const header = ['metric', ...dialects.map((d) => (d === 'sqlite' ? 'SQLite' : 'PostgreSQL'))];
 const lines = [
   `End users: ${f0(N)} seeded, ${CONNECTIONS} connections, ${DURATION} s a run, server from ${args.cli ?? (args.dist ? 'dist/' : 'src/ (tsx)')}, requests ${args.requests}, LOG_LEVEL=${args['log-level']}, median of ${GET_ROUNDS} alternating rounds`,
@@ -369,6 +418,7 @@ writeJsonFigures(
         bare: loadFigures({ ...f.baseline, cpuUs: f.baselineCpuUs }),
         get: loadFigures({ ...f.getById, cpuUs: f.getCpuUs }),
         ...(f.ceiling ? { reference: loadFigures(f.ceiling) } : {}),
+        ...(f.fastify ? { fastify: loadFigures(f.fastify) } : {}),
       },
     ]),
   ),

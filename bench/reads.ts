@@ -13,8 +13,16 @@
  * provider would; the benchmark waits until the last message reads `read`. Then the bare server,
  * the message read and the conversation read alternate `--rounds` times (IDs rotate over all of
  * them); the median round of each is reported, with the server's CPU time per request.
+ *
+ * `--ceiling` (SQLite): each round also loads, just before each of Parley's reads, a reference
+ * server doing only that read's own work without a framework (`bench/ceiling-server.ts messages`
+ * and `conversations`: Parley's own reads and answers, on a copy of the database), under the same
+ * load: how near Parley is to the most a Node server can be expected to reach for that read.
+ * `--lean-fastify` (SQLite) adds the same reads served by the leanest Fastify app
+ * (`ceiling-server.ts ... fastify`): what the framework alone costs.
  */
 import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import {
   type AutocannonRequest,
@@ -29,9 +37,11 @@ import {
   log,
   medianRate,
   messagingBenchEnv,
+  NODE_FLAGS,
   seedSendingTenant,
   spawnNode,
   startBaseline,
+  startListening,
   stopChild,
   waitUp,
   writeJsonFigures,
@@ -47,6 +57,8 @@ const { values: args } = parseArgs({
     cli: { type: 'string' },
     dialects: { type: 'string' },
     'no-analyze': { type: 'boolean', default: false },
+    ceiling: { type: 'boolean', default: false },
+    'lean-fastify': { type: 'boolean', default: false },
     'log-level': { type: 'string', default: 'warn' },
     json: { type: 'string' },
   },
@@ -66,11 +78,21 @@ async function load(url: string, options: Partial<Parameters<typeof autocannon>[
 
 type Measured = AutocannonResult & { cpuUs: number; pgUs: number };
 
+type ReadName = 'message' | 'conversation';
+/** `bench/ceiling-server.ts`'s two servers: `node` (--ceiling) and `fastify` (--lean-fastify). */
+type ReferenceKind = 'node' | 'fastify';
+
 interface Figures {
   readonly bare: Measured;
   readonly message: Measured;
   readonly conversation: Measured;
+  /** On SQLite, the reference servers' median rounds. */
+  readonly references: readonly { read: ReadName; kind: ReferenceKind; measured: Measured }[];
 }
+
+/** The name of a reference's figures in the JSON: `referenceMessage`, `fastifyConversation`... */
+const figuresName = (read: ReadName, kind: ReferenceKind) =>
+  `${kind === 'node' ? 'reference' : 'fastify'}${read[0]?.toUpperCase()}${read.slice(1)}`;
 
 async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
   const sandboxPort = await freePort();
@@ -142,37 +164,80 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       return [{ setupRequest: (req: AutocannonRequest) => ({ ...req, path: `${prefix}${ids[next++ % ids.length]}` }) }];
     };
     const auth = { authorization: `Bearer ${key}` };
+    // Started once the database holds everything: each serves a copy of it made as it starts.
+    const kinds: ReferenceKind[] =
+      dialect === 'sqlite'
+        ? [...(args.ceiling ? (['node'] as const) : []), ...(args['lean-fastify'] ? (['fastify'] as const) : [])]
+        : [];
+    const routes = [
+      { read: 'message', prefix: '/api/messages/', ids: messageIds },
+      { read: 'conversation', prefix: '/api/conversations/', ids: conversationIds },
+    ] as const;
+    const references: {
+      read: ReadName;
+      kind: ReferenceKind;
+      url: string;
+      pid: number | undefined;
+      runs: Measured[];
+    }[] = [];
+    for (const { read, prefix, ids } of routes) {
+      for (const kind of kinds) {
+        const file = join(env.PARLEY_DATA_DIR ?? '', 'parley-us.db');
+        const { child, url } = await startListening(
+          [...NODE_FLAGS, '--import', 'tsx', 'bench/ceiling-server.ts', file, '0', `${read}s`, kind],
+          `reference server (${read}, ${kind})`,
+        );
+        children.push(child);
+        // A reference answers as Parley does, or it measures something else.
+        const [ours, theirs] = await Promise.all(
+          [base, url].map(async (server) => {
+            const res = await fetch(`${server}${prefix}${ids[0]}`, { headers: auth });
+            return `${res.status} ${JSON.stringify(await res.json())}`;
+          }),
+        );
+        if (ours !== theirs)
+          throw new Error(`${prefix}${ids[0]}: Parley answered ${ours}, the ${kind} reference ${theirs}`);
+        references.push({ read, kind, url, pid: child.pid, runs: [] });
+      }
+    }
     const bares: Measured[] = [];
-    const messages: Measured[] = [];
-    const conversations: Measured[] = [];
+    const parleys: Record<ReadName, Measured[]> = { message: [], conversation: [] };
     for (let round = 1; round <= ROUNDS; round++) {
       log(`${dialect}: round ${round}: bare, GET /api/messages/<id>, GET /api/conversations/<id>`);
       bares.push(await loadWithCpu(baseline.child.pid, () => load(`${baseline.url}/`)));
-      messages.push(
-        await loadWithCpu(parley.pid, () =>
-          load(`${base}/api/messages/x`, { headers: auth, requests: rotate('/api/messages/', messageIds) }),
-        ),
-      );
-      conversations.push(
-        await loadWithCpu(parley.pid, () =>
-          load(`${base}/api/conversations/x`, {
-            headers: auth,
-            requests: rotate('/api/conversations/', conversationIds),
-          }),
-        ),
-      );
-      const [b, m, c] = [bares.at(-1), messages.at(-1), conversations.at(-1)];
+      for (const { read, prefix, ids } of routes) {
+        for (const ref of references.filter((r) => r.read === read)) {
+          ref.runs.push(
+            await loadWithCpu(ref.pid, () =>
+              load(`${ref.url}${prefix}x`, { headers: auth, requests: rotate(prefix, ids) }),
+            ),
+          );
+        }
+        parleys[read].push(
+          await loadWithCpu(parley.pid, () =>
+            load(`${base}${prefix}x`, { headers: auth, requests: rotate(prefix, ids) }),
+          ),
+        );
+      }
+      const [b, m, c] = [bares.at(-1), parleys.message.at(-1), parleys.conversation.at(-1)];
       log(
         `${dialect}:   bare ${Math.round(b?.requests.average ?? 0)} req/s, message ${Math.round(m?.requests.average ?? 0)} ` +
           `(p99 ${m?.latency.p99} ms, ${Math.round(m?.cpuUs ?? 0)}/${Math.round(m?.pgUs ?? 0)} µs CPU Parley/PostgreSQL), ` +
           `conversation ${Math.round(c?.requests.average ?? 0)} (p99 ${c?.latency.p99} ms, ` +
           `${Math.round(c?.cpuUs ?? 0)}/${Math.round(c?.pgUs ?? 0)} µs)`,
       );
+      for (const { read, kind, runs } of references) {
+        const last = runs.at(-1);
+        log(
+          `${dialect}:   reference (${read}, ${kind}): ${Math.round(last?.requests.average ?? 0)} req/s (${Math.round(last?.cpuUs ?? 0)} µs CPU)`,
+        );
+      }
     }
     return {
       bare: medianRate(bares),
-      message: medianRate(messages),
-      conversation: medianRate(conversations),
+      message: medianRate(parleys.message),
+      conversation: medianRate(parleys.conversation),
+      references: references.map(({ read, kind, runs }) => ({ read, kind, measured: medianRate(runs) })),
     };
   } finally {
     for (const child of children.reverse()) await stopChild(child);
@@ -181,7 +246,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
 }
 
 const results: [string, Figures][] = [];
-const byDialect: Record<string, Record<keyof Figures, LoadFigures>> = {};
+const byDialect: Record<string, Record<string, LoadFigures>> = {};
 for (const d of dialectsArg(args.dialects)) {
   const figures = await runDialect(d);
   results.push([d === 'sqlite' ? 'SQLite' : 'PostgreSQL', figures]);
@@ -189,6 +254,9 @@ for (const d of dialectsArg(args.dialects)) {
     bare: loadFigures(figures.bare),
     message: loadFigures(figures.message),
     conversation: loadFigures(figures.conversation),
+    ...Object.fromEntries(
+      figures.references.map(({ read, kind, measured }) => [figuresName(read, kind), loadFigures(measured)]),
+    ),
   };
 }
 writeJsonFigures(args.json, byDialect);
@@ -199,20 +267,29 @@ console.log(
     `median of ${ROUNDS} alternating rounds, LOG_LEVEL=${args['log-level']}\n`,
 );
 console.log(
-  '| database | route | req/s | share of bare | p50 / p99 ms | CPU µs per request (bare / Parley) | PostgreSQL CPU µs per request |',
+  '| database | route | req/s | share of bare | p50 / p99 ms | CPU µs per request (bare / Parley) | PostgreSQL CPU µs per request | share of the reference |',
 );
-console.log('| - | - | -: | -: | -: | -: | -: |');
+console.log('| - | - | -: | -: | -: | -: | -: | -: |');
 for (const [name, f] of results) {
   console.log(
-    `| ${name} | bare node:http | ${f0(f.bare.requests.average)} | | ${f.bare.latency.p50} / ${f.bare.latency.p99} | ${f0(f.bare.cpuUs)} | |`,
+    `| ${name} | bare node:http | ${f0(f.bare.requests.average)} | | ${f.bare.latency.p50} / ${f.bare.latency.p99} | ${f0(f.bare.cpuUs)} | | |`,
   );
-  for (const [route, r] of [
-    ['GET /api/messages/<id>', f.message],
-    ['GET /api/conversations/<id>', f.conversation],
+  for (const [read, route, r] of [
+    ['message', 'GET /api/messages/<id>', f.message],
+    ['conversation', 'GET /api/conversations/<id>', f.conversation],
   ] as const) {
-    const share = Math.round((100 * r.requests.average) / f.bare.requests.average);
+    const share = (m: Measured) => Math.round((100 * m.requests.average) / f.bare.requests.average);
+    const references = f.references.filter((ref) => ref.read === read);
+    for (const { kind, measured } of references) {
+      const what = kind === 'node' ? 'reference server' : 'the leanest Fastify app';
+      console.log(
+        `| ${name} | (${what} for ${route}, ${kind === 'node' ? 'no framework' : 'no hooks, no logger'}) | ${f0(measured.requests.average)} | ${share(measured)} % | ${measured.latency.p50} / ${measured.latency.p99} | ${f0(f.bare.cpuUs)} / ${f0(measured.cpuUs)} | | |`,
+      );
+    }
+    const node = references.find((ref) => ref.kind === 'node')?.measured;
+    const ofReference = node ? `${Math.round((100 * r.requests.average) / node.requests.average)} %` : '';
     console.log(
-      `| ${name} | ${route} | ${f0(r.requests.average)} | ${share} % | ${r.latency.p50} / ${r.latency.p99} | ${f0(f.bare.cpuUs)} / ${f0(r.cpuUs)} | ${name === 'SQLite' ? '' : f0(r.pgUs)} |`,
+      `| ${name} | ${route} | ${f0(r.requests.average)} | ${share(r)} % | ${r.latency.p50} / ${r.latency.p99} | ${f0(f.bare.cpuUs)} / ${f0(r.cpuUs)} | ${name === 'SQLite' ? '' : f0(r.pgUs)} | ${ofReference} |`,
     );
   }
 }

@@ -1,6 +1,6 @@
 /**
- * The performance targets in one command: runs `endusers.ts` (GET by ID only, with the reference
- * server), `reads.ts` and `send.ts` (statuses off) against the built server, each beside its bare
+ * The performance targets in one command: runs `endusers.ts` (GET by ID only, with its reference
+ * servers: no framework, and the leanest Fastify app), `reads.ts` (with theirs) and `send.ts` (statuses off) against the built server, each beside its bare
  * `node:http` server in the same run, then prints one table of every target with the figure
  * measured, the bare server's figure it was compared with, and whether it is met, followed by the
  * three benchmarks' own tables. SQLite, and PostgreSQL when DATABASE_URL is set.
@@ -52,8 +52,16 @@ const GOALS = {
   addedP50Ms: 1,
 } as const;
 
-type ReadFigures = { bare: LoadFigures; get: LoadFigures; reference?: LoadFigures };
-type ReadsFigures = { bare: LoadFigures; message: LoadFigures; conversation: LoadFigures };
+type ReadFigures = { bare: LoadFigures; get: LoadFigures; reference?: LoadFigures; fastify?: LoadFigures };
+type ReadsFigures = {
+  bare: LoadFigures;
+  message: LoadFigures;
+  conversation: LoadFigures;
+  referenceMessage?: LoadFigures;
+  referenceConversation?: LoadFigures;
+  fastifyMessage?: LoadFigures;
+  fastifyConversation?: LoadFigures;
+};
 type SendFigures = {
   bare: LoadFigures;
   sandbox: LoadFigures & { oneAtATimeP50: number };
@@ -107,9 +115,12 @@ const endUsers = run<ReadFigures>('endusers', [
   String(args.rounds),
   '--only-get',
   '--ceiling',
+  '--lean-fastify',
   ...dialectArgs,
 ]);
 const reads = run<ReadsFigures>('reads', [
+  '--ceiling',
+  '--lean-fastify',
   '--rounds',
   String(args.rounds),
   '--duration',
@@ -173,11 +184,18 @@ for (const d of dialects) {
     );
     row(`${route}: p99`, d, `${r.p99} ms`, `${bare.p99} ms`, `< ${GOALS.readP99Ms} ms`, r.p99 < GOALS.readP99Ms);
   }
-  const reference = endUsers[d]?.reference;
-  const bareOfReference = endUsers[d]?.bare;
-  if (reference && bareOfReference) {
+  const references: [string, LoadFigures | undefined, LoadFigures | undefined][] = [
+    ['reference server for GET /api/endusers/<id>, no framework', endUsers[d]?.reference, endUsers[d]?.bare],
+    ['the leanest Fastify app for GET /api/endusers/<id>', endUsers[d]?.fastify, endUsers[d]?.bare],
+    ['reference server for GET /api/messages/<id>, no framework', reads[d]?.referenceMessage, reads[d]?.bare],
+    ['the leanest Fastify app for GET /api/messages/<id>', reads[d]?.fastifyMessage, reads[d]?.bare],
+    ['reference server for GET /api/conversations/<id>, no framework', reads[d]?.referenceConversation, reads[d]?.bare],
+    ['the leanest Fastify app for GET /api/conversations/<id>', reads[d]?.fastifyConversation, reads[d]?.bare],
+  ];
+  for (const [what, reference, bareOfReference] of references) {
+    if (!reference || !bareOfReference) continue;
     rows.push(
-      `| (reference server for GET /api/endusers/<id>, no framework) | ${NAMES[d]} | ${(reference.rps / bareOfReference.rps).toFixed(2)}× (${f0(reference.rps)} req/s) | ${f0(bareOfReference.rps)} req/s | | |`,
+      `| (${what}) | ${NAMES[d]} | ${(reference.rps / bareOfReference.rps).toFixed(2)}× (${f0(reference.rps)} req/s) | ${f0(bareOfReference.rps)} req/s | | |`,
     );
   }
   for (const { recipients, figures } of sendRuns) {

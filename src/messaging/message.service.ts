@@ -53,7 +53,8 @@ export type MessageResponse = Static<typeof MessageResponse>;
 
 const errorOf = (code: number | null, message: string | null) => (message !== null ? { error: { code, message } } : {});
 
-function toResponse(message: MessageRead, statuses: readonly StatusRow[]): MessageResponse {
+/** The answer of `GET /api/messages/<id>`: the message, its statuses oldest first. */
+export function toMessageResponse(message: MessageRead, statuses: readonly StatusRow[]): MessageResponse {
   const rank = (s: string) => STATUS_RANK[s as MessageStatus] ?? 0;
   const ordered = [...statuses].sort((a, b) => a.occurred_at - b.occurred_at || rank(a.status) - rank(b.status));
   return {
@@ -101,5 +102,5 @@ export async function getMessage(
   }
   if (!found) throw new AppError('NOT_FOUND', `No message with ID '${messageId}' in this organization.`);
   assertAgentAllowed(principal(), found.message.agent_id);
-  return toResponse(found.message, found.statuses);
+  return toMessageResponse(found.message, found.statuses);
 }
