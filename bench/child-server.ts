@@ -204,6 +204,22 @@ export async function startListening(
   return { child, url: `http://127.0.0.1:${port}` };
 }
 
+/**
+ * A reference server for a read by ID on SQLite (`bench/ceiling-server.ts`): with no framework
+ * (`node`) or the leanest Fastify app (`fastify`), on a copy of the database file it makes as it
+ * starts (so start it once the database holds everything).
+ */
+export function startReadReference(
+  file: string,
+  read: 'endusers' | 'messages' | 'conversations',
+  kind: 'node' | 'fastify',
+): Promise<{ child: ChildProcess; url: string }> {
+  return startListening(
+    [...NODE_FLAGS, '--import', 'tsx', 'bench/ceiling-server.ts', file, '0', read, kind],
+    `reference server (${read}, ${kind})`,
+  );
+}
+
 /** Runs `parley <argv> --json` to completion and parses what it prints. */
 export async function parleyJson<T>(dist: boolean | string, argv: string[], env: Record<string, string>): Promise<T> {
   const child = spawnNode([...entry(dist), ...argv, '--json'], env);

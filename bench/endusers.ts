@@ -50,7 +50,7 @@ import {
   quantile,
   spawnNode,
   startBaseline,
-  startListening,
+  startReadReference,
   stopChild,
   waitUp,
   writeJsonFigures,
@@ -213,31 +213,14 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
             },
           ],
         };
-    const ceiling =
-      args.ceiling && dialect === 'sqlite'
-        ? await startListening(
-            [...NODE_FLAGS, '--import', 'tsx', 'bench/ceiling-server.ts', join(dataDir, 'parley-us.db')],
-            'ceiling server',
-          )
-        : undefined;
-    if (ceiling) children.push(ceiling.child);
-    const fastify =
-      args['lean-fastify'] && dialect === 'sqlite'
-        ? await startListening(
-            [
-              ...NODE_FLAGS,
-              '--import',
-              'tsx',
-              'bench/ceiling-server.ts',
-              join(dataDir, 'parley-us.db'),
-              '0',
-              'endusers',
-              'fastify',
-            ],
-            'lean Fastify app',
-          )
-        : undefined;
-    if (fastify) children.push(fastify.child);
+    const reference = async (wanted: boolean | undefined, kind: 'node' | 'fastify') => {
+      if (!wanted || dialect !== 'sqlite') return undefined;
+      const started = await startReadReference(join(dataDir, 'parley-us.db'), 'endusers', kind);
+      children.push(started.child);
+      return started;
+    };
+    const ceiling = await reference(args.ceiling, 'node');
+    const fastify = await reference(args['lean-fastify'], 'fastify');
 
     // The bare server and GET by id alternate, GET_ROUNDS times each; the median rate of each stands.
     const baselines: (AutocannonResult & { cpuUs: number })[] = [];

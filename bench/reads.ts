@@ -37,11 +37,10 @@ import {
   log,
   medianRate,
   messagingBenchEnv,
-  NODE_FLAGS,
   seedSendingTenant,
   spawnNode,
   startBaseline,
-  startListening,
+  startReadReference,
   stopChild,
   waitUp,
   writeJsonFigures,
@@ -180,13 +179,10 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       pid: number | undefined;
       runs: Measured[];
     }[] = [];
+    const file = join(env.PARLEY_DATA_DIR ?? '', 'parley-us.db');
     for (const { read, prefix, ids } of routes) {
       for (const kind of kinds) {
-        const file = join(env.PARLEY_DATA_DIR ?? '', 'parley-us.db');
-        const { child, url } = await startListening(
-          [...NODE_FLAGS, '--import', 'tsx', 'bench/ceiling-server.ts', file, '0', `${read}s`, kind],
-          `reference server (${read}, ${kind})`,
-        );
+        const { child, url } = await startReadReference(file, `${read}s`, kind);
         children.push(child);
         // A reference answers as Parley does, or it measures something else.
         const [ours, theirs] = await Promise.all(
