@@ -25,19 +25,23 @@ export class LastUsedTracker {
     this.timer.unref();
   }
 
-  /** Call after a successful authentication. Awaits only the first write for a key. */
-  async touch(keyId: string, storedLastUsedAt: number | null, now: number): Promise<void> {
+  /**
+   * Call after a successful authentication. Only a key's first use waits (for its write); any later
+   * use is recorded in memory and returns undefined, so a caller awaiting it loses no promise.
+   */
+  touch(keyId: string, storedLastUsedAt: number | null, now: number): Promise<void> | undefined {
     if (storedLastUsedAt === null && !this.written.has(keyId)) {
       this.written.add(keyId);
-      await this.db
+      return this.db
         .updateTable('api_keys')
         .set({ last_used_at: now })
         .where('id', '=', keyId)
         .where('last_used_at', 'is', null)
-        .execute();
-      return;
+        .execute()
+        .then(() => undefined);
     }
     this.pending.set(keyId, now);
+    return undefined;
   }
 
   async flush(): Promise<void> {

@@ -181,7 +181,7 @@ export async function getConversation(
   db: Kysely<DB>,
   reader: () => Reader,
   id: string,
-  confirmKeyEpoch?: (epoch: number) => Promise<void>,
+  confirmKeyEpoch?: (epoch: number) => Promise<void> | undefined,
 ): Promise<Conversation> {
   if (!confirmKeyEpoch) return toConversation(await getConversationRow(db, reader(), id));
   const { row, epoch } = await findConversationWithKeyEpoch(db, { orgId: reader().orgId, id });

@@ -451,7 +451,7 @@ export async function getEndUser(
   orgId: string,
   id: string,
   /** Given when the key still awaits the epoch this read returns (see confirmKeyEpoch). */
-  confirmKeyEpoch?: (epoch: number) => Promise<void>,
+  confirmKeyEpoch?: (epoch: number) => Promise<void> | undefined,
 ): Promise<EndUser> {
   if (confirmKeyEpoch) {
     // The key is confirmed before anything is answered, a 404 included.

@@ -1,6 +1,12 @@
-import type { FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type {
+  FastifyError,
+  FastifyReply,
+  FastifyRequest,
+  HookHandlerDoneFunction,
+  onRequestHookHandler,
+} from 'fastify';
 import { admit, authenticate, type KeyRecord, keyHashOf, type Principal } from '../auth/auth.js';
-import { keyCacheOf } from '../auth/key-cache.js';
+import { type KeyCache, keyCacheOf } from '../auth/key-cache.js';
 import type { AppContext } from '../context.js';
 import type { Permission } from '../keys/permissions.js';
 import { AppError } from '../shared/errors.js';
@@ -10,7 +16,7 @@ import type { Family } from './errors.js';
 interface PendingKeyCheck {
   readonly epoch: number;
   /** Records the use once the key is confirmed ("last used" counts only requests the key opened). */
-  readonly touch: () => Promise<void>;
+  readonly touch: () => Promise<void> | undefined;
   /** Authenticates again from the database (the epoch moved): the principal, or the 401/403. */
   readonly again: () => Promise<Principal>;
 }
@@ -64,26 +70,47 @@ export function requireKey(
     after?.(principal);
     return principal;
   };
-  return async function authHook(request: FastifyRequest, reply: FastifyReply) {
-    before?.(request);
-    reply.header('cache-control', 'no-store');
+  // A callback hook, not an async one: a key the cache admits lets the request go on in the same
+  // turn (no promise, no microtask before the route runs); only a database read waits.
+  return function authHook(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) {
     const { authorization } = request.headers;
-    if (epochInQuery) {
-      const hit = deps.keys.peek(keyHashOf(deps.region, authorization));
-      // Only a key the cache admits outright; any refusal is decided from the database below.
-      if (hit && isAdmitted(hit.value, permission, after)) {
-        const { principal, lastUsedAt } = hit.value;
-        request.principal = principal;
-        request.keyCheck = {
-          epoch: hit.epoch,
-          touch: () => deps.lastUsed.touch(principal.keyId, lastUsedAt, deps.clock.now()),
-          again: () => again(authorization),
-        };
-        return;
-      }
+    let admitted: boolean;
+    try {
+      before?.(request);
+      reply.header('cache-control', 'no-store');
+      admitted = epochInQuery === true && admitFromCache(request, authorization);
+    } catch (err) {
+      done(err as FastifyError);
+      return;
     }
-    request.principal = await again(authorization);
+    // Called outside the try: what runs after the hook must not have its errors reported twice.
+    if (admitted) {
+      done();
+      return;
+    }
+    again(authorization).then(
+      (principal) => {
+        request.principal = principal;
+        done();
+      },
+      (err: FastifyError) => done(err),
+    );
   };
+
+  /** Admits the request's key from the cache, pending the epoch its route's query reads. */
+  function admitFromCache(request: FastifyRequest, authorization: string | undefined): boolean {
+    const hit = deps.keys.peek(keyHashOf(deps.region, authorization));
+    // Only a key the cache admits outright; any refusal is decided from the database.
+    if (!hit || !isAdmitted(hit.value, permission, after)) return false;
+    const { principal, lastUsedAt } = hit.value;
+    request.principal = principal;
+    request.keyCheck = {
+      epoch: hit.epoch,
+      touch: () => deps.lastUsed.touch(principal.keyId, lastUsedAt, deps.clock.now()),
+      again: () => again(authorization),
+    };
+    return true;
+  }
 }
 
 function isAdmitted(
@@ -106,19 +133,31 @@ function isAdmitted(
  * cached, the key is authenticated again from the database, and a key revoked (or a plan changed)
  * meanwhile is refused here, before the route answers.
  */
-export async function confirmKeyEpoch(
+export function confirmKeyEpoch(
   ctx: Pick<AppContext, 'database'>,
   request: FastifyRequest,
   /** Undefined: the route read none, so it is read now. */
   seen: number | undefined,
-): Promise<void> {
+): Promise<void> | undefined {
   const check = request.keyCheck;
-  if (!check) return;
+  if (!check) return undefined;
   request.keyCheck = undefined;
   const cache = keyCacheOf<KeyRecord>(ctx.database);
-  const epoch = seen ?? (await cache.readEpoch());
+  // The usual case, an epoch read and unchanged, settles in the same turn: no promise to wait for.
+  if (seen !== undefined) return settle(cache, request, check, seen);
+  return cache.readEpoch().then((epoch) => settle(cache, request, check, epoch));
+}
+
+function settle(
+  cache: KeyCache<KeyRecord>,
+  request: FastifyRequest,
+  check: PendingKeyCheck,
+  epoch: number | undefined,
+): Promise<void> | undefined {
   if (epoch !== undefined && cache.confirm(check.epoch, epoch)) return check.touch();
-  request.principal = await check.again();
+  return check.again().then((principal) => {
+    request.principal = principal;
+  });
 }
 
 /**
@@ -133,7 +172,7 @@ export function settleKeyEpoch(ctx: Pick<AppContext, 'database'>, request: Fasti
  * What a route with `epochInQuery` hands its read: the confirmation, if the request's key awaits
  * one, carrying (`used`) the epoch the key was cached under, which the read must see to confirm it.
  */
-export type KeyEpochConfirmer = ((epoch: number | undefined) => Promise<void>) & { readonly used: number };
+export type KeyEpochConfirmer = ((epoch: number | undefined) => Promise<void> | undefined) & { readonly used: number };
 
 export function keyEpochConfirmer(
   ctx: Pick<AppContext, 'database'>,

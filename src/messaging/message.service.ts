@@ -89,7 +89,7 @@ export async function getMessage(
   ctx: AppContext,
   principal: () => Principal,
   messageId: string,
-  confirmKeyEpoch?: (epoch: number) => Promise<void>,
+  confirmKeyEpoch?: (epoch: number) => Promise<void> | undefined,
 ): Promise<MessageResponse> {
   let found: Awaited<ReturnType<typeof findMessage>>;
   if (confirmKeyEpoch) {
