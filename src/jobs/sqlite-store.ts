@@ -64,13 +64,15 @@ export function createSqliteJobStore(db: Kysely<DB>, clock: Clock): JobStore {
     },
     async claim(queue, limit, leaseMs) {
       const now = Date.now();
+      // The LIMIT cast, not bound bare: SQLite would prepare the claim again on every poll (see
+      // SqliteStableLimitCompiler in db/database.ts).
       const { rows } = await sql<{ id: string; queue: string; payload: string; attempt: number }>`
         update jobs set locked_until = ${now + leaseMs}
         where id in (
           select id from jobs
           where queue = ${queue} and run_at <= ${now} and (locked_until is null or locked_until < ${now})
           order by run_at, id
-          limit ${limit}
+          limit cast(${limit} as integer)
         )
         returning id, queue, payload, attempt`.execute(db);
       return rows.map(
