@@ -16,6 +16,8 @@ describe("Kysely's statements on SQLite, prepared once", () => {
   let sqlite: SQLite.Database;
   /** The SQL of every statement prepared on the connection, in order. */
   let prepared: string[];
+  /** The connection's own prepare, not counted. */
+  let prepare: (source: string) => SQLite.Statement;
 
   const kysely = (size?: number) =>
     new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite, size) }) });
@@ -29,7 +31,7 @@ describe("Kysely's statements on SQLite, prepared once", () => {
     const insert = sqlite.prepare('insert into notes (id, body) values (?, ?)');
     for (let id = 1; id <= 5; id++) insert.run(id, `note ${id}`);
     prepared = [];
-    const prepare = sqlite.prepare.bind(sqlite);
+    prepare = sqlite.prepare.bind(sqlite);
     sqlite.prepare = ((source: string) => {
       prepared.push(source);
       return prepare(source);
@@ -69,6 +71,26 @@ describe("Kysely's statements on SQLite, prepared once", () => {
     // Once the iteration is over, the cached statement serves again.
     expect(cached.prepare(sqlText).all([])).toHaveLength(5);
     expect(prepared.filter((s) => s === sqlText)).toHaveLength(2);
+  });
+
+  it('answers the rows better-sqlite3 itself makes, whatever the columns are called', () => {
+    const cached = withStatementCache(sqlite);
+    const plain = (text: string, parameters: unknown[] = []) => prepare(text).all(...parameters);
+    for (const text of [
+      'select id, body from notes order by id',
+      'select id, body, id * 10 as id from notes order by id', // a repeated name keeps its last value
+      'select count(*), max(id) from notes', // names that are not plain
+      "select id, null as missing, x'00ff' as bytes, 1.5 as half from notes where id = 2",
+      'select id as __proto__ from notes where id = 1',
+    ]) {
+      expect(cached.prepare(text).all([]), text).toEqual(plain(text));
+    }
+    const rename = "update notes set body = 'renamed' where id <= ? returning id, body";
+    expect(cached.prepare(rename).all([2])).toEqual([
+      { id: 1, body: 'renamed' },
+      { id: 2, body: 'renamed' },
+    ]);
+    expect(plain('select body from notes where id = 3')).toEqual([{ body: 'note 3' }]);
   });
 
   it('keeps the most recently used statements up to its size', async () => {
@@ -123,6 +145,49 @@ describe("Kysely's statements on SQLite, prepared once", () => {
       }
       expect(seen.filter((s) => s.startsWith('insert'))).toHaveLength(1);
       expect(raw.prepare('select count(*) as n from probe').get()).toEqual({ n: 3 });
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe('a LIMIT on a Parley SQLite database', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'parley-limit-'));
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is bound through a cast, so one prepared statement serves every page size', async () => {
+    // A bare bound LIMIT makes SQLite prepare the statement again on every run (it reads the value
+    // while planning); the cast keeps one plan. The rows are the same.
+    const database = await openDatabase({ kind: 'sqlite', file: join(dir, 'parley.sqlite'), busyTimeoutMs: 5000 });
+    try {
+      const raw = database.sqlite;
+      if (!raw) throw new Error('expected a SQLite database');
+      raw.exec('create table probe (id integer primary key)');
+      const insert = raw.prepare('insert into probe (id) values (?)');
+      for (let id = 1; id <= 10; id++) insert.run(id);
+      const seen: string[] = [];
+      const prepare = raw.prepare.bind(raw);
+      raw.prepare = ((source: string) => {
+        seen.push(source);
+        return prepare(source);
+      }) as typeof raw.prepare;
+      const db = database.db as unknown as Kysely<{ probe: { id: number } }>;
+      const query = (limit: number, offset = 0) =>
+        db.selectFrom('probe').select('id').orderBy('id').limit(limit).offset(offset);
+      const page = (limit: number, offset = 0) => query(limit, offset).execute();
+
+      expect(query(3).compile().sql).toMatch(/ limit cast\(\? as integer\) offset \?$/);
+      expect(query(3).compile().parameters).toEqual([3, 0]);
+      expect((await page(3)).map((r) => r.id)).toEqual([1, 2, 3]);
+      expect((await page(5, 2)).map((r) => r.id)).toEqual([3, 4, 5, 6, 7]);
+      expect(await page(0)).toEqual([]);
+      expect((await page(50, 8)).map((r) => r.id)).toEqual([9, 10]);
+      expect(seen.filter((s) => s.startsWith('select'))).toHaveLength(1);
     } finally {
       await database.close();
     }

@@ -2,6 +2,7 @@ import type SQLite from 'better-sqlite3';
 import { type Compilable, type CompiledQuery, type Kysely, PostgresAdapter, type QueryResult } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { PerTurn } from './per-turn.js';
+import { rowMaker } from './statement-cache.js';
 
 const MARK = '\u0000slot:';
 
@@ -304,21 +305,4 @@ function perTurn<I, O>(
     }
     return turn.add(item);
   };
-}
-
-const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/**
- * SQLite reads answer arrays (`raw` mode), made into rows by a function written for the
- * statement's columns: better-sqlite3 would otherwise give every row's object its properties one
- * at a time, by name, about a fifth of a by-ID read. The row is the same (a repeated name keeps its
- * last value, as better-sqlite3 does). Only columns with plain names; otherwise undefined.
- */
-function rowMaker<R>(statement: SQLite.Statement): ((values: unknown[]) => R) | undefined {
-  const names = statement.columns().map((c) => c.name);
-  if (!names.every((n) => PLAIN_NAME.test(n) && n !== '__proto__')) return undefined;
-  statement.raw(true);
-  return new Function('v', `return { ${names.map((n, i) => `${n}: v[${i}]`).join(', ')} };`) as (
-    values: unknown[],
-  ) => R;
 }
