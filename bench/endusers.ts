@@ -4,7 +4,7 @@
  *     with --ceiling, on SQLite, also a reference server doing only that read's own work without a
  *     framework (bench/ceiling-server.ts), under the same load; with --lean-fastify, the same read in
  *     the leanest Fastify app (ceiling-server.ts ... fastify: no hooks, no logger);
- *   - list page 1 against list page ~5,000 (cursors walked first);
+ *   - list page 1 against list page ~5,000 (cursors walked first), with the server's CPU per request;
  *   - POST /api/endusers/batch of 1,000 new records, several runs: median and p95;
  *   - the server's RSS under load (peak, sampled from /proc).
  * The server runs as a child process (so the load generator does not share its event loop), on
@@ -147,6 +147,8 @@ interface Figures {
   fastify?: AutocannonResult & { cpuUs: number };
   page1: AutocannonResult;
   pageN: AutocannonResult;
+  /** Median CPU µs per request of the list runs: page 1, the deep page. */
+  listCpuUs?: readonly [number, number];
   walkMs: number;
   batchMedian: number;
   batchP95: number;
@@ -253,15 +255,21 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       if (ONLY_GET) return { getById, page1: getById, pageN: getById };
       // Page 1 and the deep page alternate, LIST_ROUNDS times each; the run with the median p99
       // of each stands for it, so a slow moment of the machine does not land on one side only.
-      const firsts: AutocannonResult[] = [];
-      const deeps: AutocannonResult[] = [];
+      const firsts: (AutocannonResult & { cpuUs: number })[] = [];
+      const deeps: (AutocannonResult & { cpuUs: number })[] = [];
+      const list = (url: string) => loadWithCpu(parley.child.pid, () => load(url, { headers }));
       for (let round = 1; round <= LIST_ROUNDS; round++) {
         log(`${dialect}: list page 1 (round ${round})`);
-        firsts.push(await load(`${parley.base}/api/endusers?limit=${PAGE_SIZE}`, { headers }));
+        firsts.push(await list(`${parley.base}/api/endusers?limit=${PAGE_SIZE}`));
         log(`${dialect}: list page ${TARGET_PAGE} (round ${round})`);
-        deeps.push(await load(`${parley.base}/api/endusers?limit=${PAGE_SIZE}&cursor=${cursor}`, { headers }));
+        deeps.push(await list(`${parley.base}/api/endusers?limit=${PAGE_SIZE}&cursor=${cursor}`));
       }
-      return { getById, page1: medianRun(firsts), pageN: medianRun(deeps) };
+      return {
+        getById,
+        page1: medianRun(firsts),
+        pageN: medianRun(deeps),
+        listCpuUs: [median(firsts.map((r) => r.cpuUs)), median(deeps.map((r) => r.cpuUs))] as const,
+      };
     });
 
     const baselineResult = medianRate(baselines);
@@ -356,6 +364,10 @@ const rows: [string, (f: Figures) => string][] = [
   ['list page 1: p50 / p99 ms', (f) => `${f.page1.latency.p50} / ${f.page1.latency.p99}`],
   [`list page ${f0(TARGET_PAGE)}: req/s`, (f) => f0(f.pageN.requests.average)],
   [`list page ${f0(TARGET_PAGE)}: p50 / p99 ms`, (f) => `${f.pageN.latency.p50} / ${f.pageN.latency.p99}`],
+  [
+    `list page 1 / ${f0(TARGET_PAGE)}: server CPU µs per request`,
+    (f) => (f.listCpuUs ? `${f0(f.listCpuUs[0])} / ${f0(f.listCpuUs[1])}` : '-'),
+  ],
   ['list p99, deep / page 1', (f) => `${f1(f.pageN.latency.p99 / Math.max(f.page1.latency.p99, 1))}x`],
   [`walk to page ${f0(TARGET_PAGE)} (ms)`, (f) => f0(f.walkMs)],
   ['batch of 1,000: median / p95 ms', (f) => `${f1(f.batchMedian)} / ${f1(f.batchP95)} (${f.batchRuns} runs)`],
