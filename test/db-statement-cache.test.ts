@@ -11,6 +11,17 @@ interface Tables {
   notes: { id: number; body: string };
 }
 
+/** Records the SQL of every statement the connection prepares from now on. */
+function recordPrepares(sqlite: SQLite.Database): string[] {
+  const seen: string[] = [];
+  const prepare = sqlite.prepare.bind(sqlite);
+  sqlite.prepare = ((source: string) => {
+    seen.push(source);
+    return prepare(source);
+  }) as typeof sqlite.prepare;
+  return seen;
+}
+
 describe("Kysely's statements on SQLite, prepared once", () => {
   let dir: string;
   let sqlite: SQLite.Database;
@@ -30,12 +41,8 @@ describe("Kysely's statements on SQLite, prepared once", () => {
     sqlite.exec('create table notes (id integer primary key, body text not null)');
     const insert = sqlite.prepare('insert into notes (id, body) values (?, ?)');
     for (let id = 1; id <= 5; id++) insert.run(id, `note ${id}`);
-    prepared = [];
     prepare = sqlite.prepare.bind(sqlite);
-    sqlite.prepare = ((source: string) => {
-      prepared.push(source);
-      return prepare(source);
-    }) as typeof sqlite.prepare;
+    prepared = recordPrepares(sqlite);
   });
   afterEach(() => {
     if (sqlite.open) sqlite.close();
@@ -126,12 +133,7 @@ describe("Kysely's statements on SQLite, prepared once", () => {
     try {
       const raw = database.sqlite;
       if (!raw) throw new Error('expected a SQLite database');
-      const seen: string[] = [];
-      const prepare = raw.prepare.bind(raw);
-      raw.prepare = ((source: string) => {
-        seen.push(source);
-        return prepare(source);
-      }) as typeof raw.prepare;
+      const seen = recordPrepares(raw);
       const { db } = database;
       await db.schema
         .createTable('probe')
@@ -170,12 +172,7 @@ describe('a LIMIT on a Parley SQLite database', () => {
       raw.exec('create table probe (id integer primary key)');
       const insert = raw.prepare('insert into probe (id) values (?)');
       for (let id = 1; id <= 10; id++) insert.run(id);
-      const seen: string[] = [];
-      const prepare = raw.prepare.bind(raw);
-      raw.prepare = ((source: string) => {
-        seen.push(source);
-        return prepare(source);
-      }) as typeof raw.prepare;
+      const seen = recordPrepares(raw);
       const db = database.db as unknown as Kysely<{ probe: { id: number } }>;
       const query = (limit: number, offset = 0) =>
         db.selectFrom('probe').select('id').orderBy('id').limit(limit).offset(offset);
