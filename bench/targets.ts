@@ -1,9 +1,10 @@
 /**
  * The performance targets in one command: runs `endusers.ts` (GET by ID only, with its reference
  * servers: no framework, and the leanest Fastify app), `reads.ts` (with theirs) and `send.ts`
- * (statuses off) against the built server, each beside its bare `node:http` server in the same run, then prints one table of every target with the figure
- * measured, the bare server's figure it was compared with, and whether it is met, followed by the
- * three benchmarks' own tables. SQLite, and PostgreSQL when DATABASE_URL is set.
+ * (statuses off) against the built server, each beside its bare `node:http` server in the same
+ * run, then prints one table of every target with the figure measured, the bare server's figure it
+ * was compared with, and whether it is met, followed by the three benchmarks' own tables. SQLite,
+ * and PostgreSQL when DATABASE_URL is set.
  *
  * On PostgreSQL it also runs `pg-transport.ts --rounds 0`: node-postgres alone, one statement at a
  * time, so that the table shows, beside the latency a send adds, the floor under it on this machine

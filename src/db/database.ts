@@ -70,7 +70,7 @@ class ImmediateSqliteDriver extends SqliteDriver {
  * is an expression the planner leaves alone, so the statement is prepared once; the rows are the
  * same. Raw SQL with a LIMIT writes the cast itself (the job runner's claim).
  */
-export class SqliteStableLimitCompiler extends SqliteQueryCompiler {
+class SqliteStableLimitCompiler extends SqliteQueryCompiler {
   protected override visitLimit(node: LimitNode): void {
     this.append('limit cast(');
     this.visitNode(node.limit);

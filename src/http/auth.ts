@@ -144,11 +144,12 @@ export function confirmKeyEpoch(
   request.keyCheck = undefined;
   const cache = keyCacheOf<KeyRecord>(ctx.database);
   // The usual case, an epoch read and unchanged, settles in the same turn: no promise to wait for.
-  if (seen !== undefined) return settle(cache, request, check, seen);
-  return cache.readEpoch().then((epoch) => settle(cache, request, check, epoch));
+  if (seen !== undefined) return confirmWith(cache, request, check, seen);
+  return cache.readEpoch().then((epoch) => confirmWith(cache, request, check, epoch));
 }
 
-function settle(
+/** The key confirmed by the epoch read, or authenticated again from the database. */
+function confirmWith(
   cache: KeyCache<KeyRecord>,
   request: FastifyRequest,
   check: PendingKeyCheck,
