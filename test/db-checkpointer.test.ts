@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openDatabase } from '../src/db/database.js';
+import { startCheckpointer } from '../src/db/checkpointer.js';
+import { openDatabase, WAL_SIZE_LIMIT } from '../src/db/database.js';
 import { until } from './helpers/wait.js';
 
 const dirs: string[] = [];
@@ -40,6 +41,44 @@ describe('WAL checkpoints of a server (SQLite)', () => {
     // Only the worker can copy the log into the database file: this connection does not.
     await until(() => statSync(file).size >= before + 300 * 4000, 'the worker to checkpoint the WAL');
     expect((await sql<{ n: number }>`SELECT count(*) AS n FROM pages`.execute(database.db)).rows[0]?.n).toBe(300);
+    await database.close();
+  });
+
+  it('under a load that never pauses, the log is still started again from its start, and the file cut back', async () => {
+    const { database, sqlite, file } = await open(false);
+    expect(sqlite.pragma('journal_size_limit', { simple: true })).toBe(WAL_SIZE_LIMIT);
+    // Small sizes, so that a few seconds of writes outgrow them many times: the server finishes a
+    // checkpoint past 256 frames (1 MiB), and each time the log starts again the file is cut back
+    // to 256 KiB, which this test sees as the file shrinking.
+    sqlite.pragma('journal_size_limit = 262144');
+    const warnings: unknown[] = [];
+    const checkpointer = startCheckpointer(sqlite, {
+      intervalMs: 10,
+      tailFrames: 256,
+      logger: { warn: (...args: unknown[]) => warnings.push(args) },
+    });
+    expect(checkpointer).toBeDefined();
+    const wal = `${file}-wal`;
+    const insert = sqlite.prepare('INSERT INTO pages (body) VALUES (?)');
+    const body = 'x'.repeat(4000);
+    // One commit after another, each turn of the event loop: the worker never finds a moment
+    // without a newer commit to catch up on, so only the server's own checkpoint lets the log start
+    // again. Without it the file would only grow (over 160 MB in 40,000 commits).
+    let commits = 0;
+    let restarts = 0;
+    let previous = 0;
+    while (restarts < 5 && commits < 40_000) {
+      insert.run(body);
+      commits++;
+      const size = statSync(wal).size;
+      if (size < previous) restarts++;
+      previous = size;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(restarts, `times the log started again in ${commits} commits`).toBe(5);
+    expect(warnings).toEqual([]);
+    expect(sqlite.prepare('SELECT count(*) AS n FROM pages').get()).toEqual({ n: commits });
+    await checkpointer?.stop();
     await database.close();
   });
 

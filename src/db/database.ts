@@ -27,6 +27,9 @@ import { withStatementCache } from './statement-cache.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
+/** The size (bytes) a SQLite `-wal` file is cut back to when the log is reused (see checkpointer.ts). */
+export const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
+
 export interface Database {
   readonly db: Kysely<DB>;
   readonly dialect: Dialect;
@@ -106,6 +109,8 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
     const sqlite = new SQLite(config.file, { timeout: config.busyTimeoutMs });
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('synchronous = NORMAL');
+    // Once the log starts again from its start, a file grown past this under a burst is cut back.
+    sqlite.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
     // A write waits this long for another connection's lock, then fails as busy (a 503).
     sqlite.pragma(`busy_timeout = ${Math.floor(config.busyTimeoutMs)}`);
     sqlite.pragma('foreign_keys = ON');
