@@ -16,7 +16,7 @@ import type { Logger } from 'pino';
  * copied, and under a steady load the server commits new frames while the worker copies the old
  * ones: the log would never be reused, and would grow for as long as the load lasts (1.5 GB in
  * 40 s of sends). So once the log holds `tailFrames` frames, the worker tells the server, which
- * copies the few frames the worker has not yet copied itself, between two requests: nothing can
+ * copies the frames the worker has not yet reached itself, between two requests: nothing can
  * commit meanwhile, so its next write starts the log again from its start (and `journal_size_limit`,
  * set on every connection, cuts the file back). If the worker cannot start or stops, the server's
  * connection goes back to checkpointing itself, so the log never grows without bound. Other
@@ -89,8 +89,9 @@ export function startCheckpointer(
   const fallBack = () => {
     if (sqlite.open) sqlite.pragma(`wal_autocheckpoint = ${DEFAULT_AUTOCHECKPOINT}`);
   };
-  // Only frames committed since the worker's checkpoint are left to copy (and one sync). Not inside
-  // a transaction of this connection: SQLite refuses that; the worker asks again next time.
+  // Only frames committed since the worker's checkpoint began are left to copy (then the database
+  // file is synced). Not inside a transaction of this connection: SQLite refuses that; the worker
+  // asks again next time.
   const finishCheckpoint = sqlite.prepare('PRAGMA wal_checkpoint(PASSIVE)');
   worker.on('message', () => {
     if (stopping || !sqlite.open || sqlite.inTransaction) return;
