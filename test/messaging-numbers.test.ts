@@ -67,6 +67,7 @@ describe.each(DIALECTS)('messaging numbers from the CLI (%s)', (dialect) => {
   });
   const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { ...t.env, ...env });
 
+  // Ten CLI processes one after another: under a busy machine each can take seconds to start.
   it('number add: a sandbox number by default; a cloud number with its token from the environment', async () => {
     const org = await makeOrg(t.ctx);
     const phone = randomPhone();
@@ -174,7 +175,7 @@ describe.each(DIALECTS)('messaging numbers from the CLI (%s)', (dialect) => {
         .map((n) => n.phone)
         .sort(),
     ).toEqual([phone, cloudPhone].sort());
-  });
+  }, 120_000);
 
   it('agent create --number stores nothing when the number is refused', async () => {
     const tenant = await makeSendingTenant(t.ctx);
@@ -222,7 +223,7 @@ describe.each(DIALECTS)('messaging numbers from the CLI (%s)', (dialect) => {
       .executeTakeFirstOrThrow();
     expect(row.number_id).toBe(tenant.number.id);
     expect((await numbers()).length).toBe(numbersBefore.length);
-  });
+  }, 60_000);
 
   it('agent create --number assigns a number (a new sandbox number when the org has none such) and it sends', async () => {
     const tenant = await makeSendingTenant(t.ctx);
@@ -267,6 +268,7 @@ describe.each(DIALECTS)('parley serve with its sandbox, and `parley sandbox inbo
     await t.close();
   });
 
+  // A server and five CLI processes: a generous bound, for a busy machine.
   it('a user writing in through the CLI opens the window for free text', async () => {
     const tenant = await makeSendingTenant(t.ctx);
     const port = await freePort();
@@ -339,7 +341,7 @@ describe.each(DIALECTS)('parley serve with its sandbox, and `parley sandbox inbo
     );
     expect(gone.code).toBe(1);
     expect(gone.stderr).toMatch(/no running sandbox/);
-  });
+  }, 120_000);
 
   it('documents every messaging route in /api/openapi.json', () => {
     const doc = openApiDocument(t.app);
