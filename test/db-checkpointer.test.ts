@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startCheckpointer } from '../src/db/checkpointer.js';
-import { openDatabase, WAL_SIZE_LIMIT } from '../src/db/database.js';
+import { startCheckpointer, WAL_SIZE_LIMIT } from '../src/db/checkpointer.js';
+import { openDatabase } from '../src/db/database.js';
 import { until } from './helpers/wait.js';
 
 const dirs: string[] = [];

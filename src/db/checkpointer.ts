@@ -56,13 +56,16 @@ parentPort.on('message', (message) => {
 /** SQLite's own default, restored on the server's connection when the worker is gone. */
 const DEFAULT_AUTOCHECKPOINT = 1000;
 
+/** The size (bytes) a SQLite `-wal` file is cut back to when the log is reused (every connection's). */
+export const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
+
 /**
- * Frames in the log (4 KiB pages: 64 MiB, the size the file is cut back to) past which the server
+ * Frames in the log (of 4 KiB pages: as many as the file is cut back to) past which the server
  * finishes a checkpoint itself. Under sends that saturate the machine that is a pause of the event
  * loop of 10 to 40 ms (copying what the worker has not reached, and syncing the database file)
  * every second or two; under a lighter load the worker catches up by itself and it never happens.
  */
-export const TAIL_FRAMES = 16_384;
+export const TAIL_FRAMES = WAL_SIZE_LIMIT / 4096;
 
 export function startCheckpointer(
   sqlite: SQLite.Database,

@@ -19,16 +19,13 @@ import {
 import type pgTypes from 'pg';
 import type { Logger } from 'pino';
 import { ConfigError, type DatabaseConfig } from '../config.js';
-import { startCheckpointer } from './checkpointer.js';
+import { startCheckpointer, WAL_SIZE_LIMIT } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
 import { isPostgres, usePgStatements, useSqliteStatements } from './precompiled.js';
 import type { DB } from './schema.js';
 import { withStatementCache } from './statement-cache.js';
 
 export type Dialect = 'sqlite' | 'postgres';
-
-/** The size (bytes) a SQLite `-wal` file is cut back to when the log is reused (see checkpointer.ts). */
-export const WAL_SIZE_LIMIT = 64 * 1024 * 1024;
 
 export interface Database {
   readonly db: Kysely<DB>;
