@@ -1,0 +1,232 @@
+/**
+ * What each of Parley's own steps around a read by ID costs (`GET /api/endusers/<id>`, SQLite):
+ * copies of dist/, in a temporary folder, each with one step taken out, each measured against the
+ * unchanged build in ABBA blocks (unchanged, changed, changed, unchanged; `--duration` seconds each
+ * under the same load) by the ratio of the server's CPU time per request (from /proc), which a
+ * shared machine moves far less than requests per second; the median of `--blocks` blocks and
+ * their range. The leanest Fastify app serving the same read (`bench/ceiling-server.ts ... fastify`)
+ * is measured the same way, for scale.
+ *
+ *   node --import tsx bench/ablation.ts [--blocks 8] [--duration 2] [--connections 50] [--n 20000]
+ *                                       [--variants headers,request-hook,...] [--no-build]
+ *
+ * A changed build is made by replacing exact text in dist/'s compiled files; a replacement that
+ * does not match exactly once stops the benchmark (the code moved: update the text here). The
+ * changed builds are not configurations anyone should run: each answers without something Parley
+ * requires (headers, checks, logs, validation).
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import Database from 'better-sqlite3';
+import {
+  type AutocannonRequest,
+  autocannon,
+  build,
+  CLI,
+  cpuMs,
+  freePort,
+  median,
+  NODE_FLAGS,
+  ROOT,
+  spawnNode,
+  startReadReference,
+  stopChild,
+  waitUp,
+} from './child-server.js';
+import { seedEndUsers } from './seed-endusers.js';
+
+const { values: opts } = parseArgs({
+  options: {
+    blocks: { type: 'string', default: '8' },
+    duration: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '50' },
+    n: { type: 'string', default: '20000' },
+    variants: { type: 'string' },
+    'no-build': { type: 'boolean', default: false },
+  },
+});
+
+/** One replacement in one compiled file: [file under dist/, the exact text, what replaces it]. */
+type Edit = readonly [file: string, from: string, to: string];
+
+const APP = 'http/app.js';
+const SKIPPED_ON_SEND = "if (false) app.addHook('onSend', (request, reply, payload, done) => {";
+const SKIPPED_ON_REQUEST = "if (false) app.addHook('onRequest', (request, reply, done) => {";
+
+const VARIANTS: Record<string, { what: string; edits: readonly Edit[] }> = {
+  headers: {
+    what: "the app's onSend hook: the six security headers and X-Request-Id",
+    edits: [[APP, "app.addHook('onSend', (request, reply, payload, done) => {", SKIPPED_ON_SEND]],
+  },
+  'headers-early': {
+    what: "the app's onSend hook, its headers set in the app's onRequest hook instead (none taken out)",
+    edits: [
+      [APP, "app.addHook('onSend', (request, reply, payload, done) => {", SKIPPED_ON_SEND],
+      [
+        APP,
+        "app.addHook('onRequest', (request, reply, done) => {",
+        "app.addHook('onRequest', (request, reply, done) => { reply.headers(SECURITY_HEADERS); reply.header('x-request-id', request.id);",
+      ],
+    ],
+  },
+  'request-hook': {
+    what: "the app's onRequest hook: shutdown, Host and NUL checks",
+    edits: [[APP, "app.addHook('onRequest', (request, reply, done) => {", SKIPPED_ON_REQUEST]],
+  },
+  logger: {
+    what: "Fastify's logger (`logger: false`: no request log controller, no request child loggers)",
+    edits: [
+      [APP, 'loggerInstance: logger,', 'logger: false,'],
+      [APP, 'logController: new RequestLogController(logger),', ''],
+      [APP, 'childLoggerFactory: lazyChildLogger,', ''],
+    ],
+  },
+  params: {
+    what: "the route's params schema (the ID's validation)",
+    edits: [
+      [
+        'end-users/end-user.routes.js',
+        "params: EndUserIdParams,\n            response: { 200: EndUserSchema, ...endUserErrors('get'",
+        "response: { 200: EndUserSchema, ...endUserErrors('get'",
+      ],
+    ],
+  },
+  'request-id': {
+    what: 'request IDs from a counter instead of `randomUUID()`',
+    edits: [
+      [
+        APP,
+        "return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();",
+        "return 'r' + (globalThis.__requests = (globalThis.__requests ?? 0) + 1);",
+      ],
+    ],
+  },
+};
+VARIANTS.all = {
+  what: 'all of the above but `headers-early`',
+  edits: Object.entries(VARIANTS).flatMap(([name, v]) => (name === 'headers-early' ? [] : v.edits)),
+};
+
+const names = opts.variants?.split(',') ?? [...Object.keys(VARIANTS), 'lean-fastify'];
+for (const name of names) {
+  if (!VARIANTS[name] && name !== 'lean-fastify') throw new Error(`--variants: unknown '${name}'`);
+}
+const BLOCKS = Number(opts.blocks);
+const DURATION = Number(opts.duration);
+const CONNECTIONS = Number(opts.connections);
+
+const log = (line: string) => process.stderr.write(`[ablation] ${line}\n`);
+
+/** A copy of dist/ with the variant's replacements, under `dir`; its CLI's path. */
+function makeBuild(dir: string, name: string, edits: readonly Edit[]): string {
+  const root = join(dir, name);
+  cpSync(join(ROOT, 'dist'), join(root, 'dist'), { recursive: true });
+  cpSync(join(ROOT, 'package.json'), join(root, 'package.json'));
+  symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'));
+  for (const [file, from, to] of edits) {
+    const path = join(root, 'dist', file);
+    const text = readFileSync(path, 'utf8');
+    const found = text.split(from).length - 1;
+    if (found !== 1) throw new Error(`${name}: dist/${file} holds ${JSON.stringify(from)} ${found} times, not once`);
+    writeFileSync(path, text.replace(from, to));
+  }
+  return join(root, CLI);
+}
+
+interface Server {
+  readonly url: string;
+  readonly pid: number | undefined;
+  stop(): Promise<void>;
+}
+
+async function main(): Promise<void> {
+  build(opts['no-build']);
+  const dir = mkdtempSync(join(tmpdir(), 'parley-ablation-'));
+  const servers = new Map<string, Server>();
+  try {
+    const env = { PARLEY_DATA_DIR: join(dir, 'data'), PARLEY_REGION: 'us' };
+    log(`seeding ${opts.n} end users`);
+    const seed = await seedEndUsers(env, Number(opts.n));
+    const file = join(dir, 'data', 'parley-us.db');
+    const db = new Database(file, { readonly: true });
+    const ids = (db.prepare('SELECT id FROM end_users ORDER BY random() LIMIT 1000').all() as { id: string }[]).map(
+      (r) => r.id,
+    );
+    db.close();
+
+    for (const name of ['unchanged', ...names.filter((n) => n !== 'lean-fastify')]) {
+      const cli = makeBuild(dir, name, VARIANTS[name]?.edits ?? []);
+      const port = await freePort();
+      const child = spawnNode([...NODE_FLAGS, cli, 'serve', '--port', String(port)], env);
+      const url = `http://127.0.0.1:${port}`;
+      servers.set(name, { url, pid: child.pid, stop: () => stopChild(child) });
+      await waitUp(`${url}/api/health`, child);
+    }
+    if (names.includes('lean-fastify')) {
+      const lean = await startReadReference(file, 'endusers', 'fastify');
+      servers.set('lean-fastify', { url: lean.url, pid: lean.child.pid, stop: () => stopChild(lean.child) });
+    }
+
+    const headers = { authorization: `Bearer ${seed.key}` };
+    const measure = async (name: string) => {
+      const server = servers.get(name);
+      if (!server) throw new Error(name);
+      let next = 0;
+      const before = cpuMs(server.pid);
+      const r = await autocannon({
+        url: `${server.url}/`,
+        connections: CONNECTIONS,
+        duration: DURATION,
+        headers,
+        requests: [
+          {
+            setupRequest: (req: AutocannonRequest) => ({ ...req, path: `/api/endusers/${ids[next++ % ids.length]}` }),
+          },
+        ],
+      });
+      if (r.non2xx > 0 || r.errors > 0) throw new Error(`${name}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+      return { cpuUs: ((cpuMs(server.pid) - before) * 1000) / Math.max(1, r.requests.total), rps: r.requests.average };
+    };
+
+    log('warming up every server');
+    for (const name of servers.keys()) await measure(name);
+    const rows: string[] = [];
+    for (const name of names) {
+      const cpu: number[] = [];
+      const rps: number[] = [];
+      const baseCpu: number[] = [];
+      for (let block = 1; block <= BLOCKS; block++) {
+        const a1 = await measure('unchanged');
+        const b1 = await measure(name);
+        const b2 = await measure(name);
+        const a2 = await measure('unchanged');
+        cpu.push((b1.cpuUs + b2.cpuUs) / (a1.cpuUs + a2.cpuUs));
+        rps.push((b1.rps + b2.rps) / (a1.rps + a2.rps));
+        baseCpu.push((a1.cpuUs + a2.cpuUs) / 2);
+        log(
+          `${name}, block ${block}: CPU per request ×${cpu.at(-1)?.toFixed(3)}, requests/s ×${rps.at(-1)?.toFixed(3)}`,
+        );
+      }
+      const what = VARIANTS[name]?.what ?? 'the leanest Fastify app serving the same read (for scale)';
+      rows.push(
+        `| ${name} | ${what} | ×${median(cpu).toFixed(3)} (${Math.min(...cpu).toFixed(2)}–${Math.max(...cpu).toFixed(2)}) | ` +
+          `${median(baseCpu).toFixed(1)} | ×${median(rps).toFixed(3)} |`,
+      );
+    }
+    process.stdout.write(
+      `GET /api/endusers/<id>, SQLite, ${opts.n} end users, ${CONNECTIONS} connections; ` +
+        `${BLOCKS} ABBA blocks of ${DURATION} s runs against the unchanged build\n\n` +
+        '| build | taken out | CPU per request against the unchanged build: median (range) | ' +
+        'unchanged build: CPU µs per request (median) | requests/s against the unchanged build (median) |\n' +
+        '| - | - | -: | -: | -: |\n' +
+        `${rows.join('\n')}\n`,
+    );
+  } finally {
+    for (const server of servers.values()) await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
