@@ -1,5 +1,6 @@
 /**
- * What each of Parley's own steps around a read by ID costs (`GET /api/endusers/<id>`, SQLite):
+ * What each of Parley's own steps around a read by ID costs (`GET /api/endusers/<id>`, or with
+ * `--read` `/api/messages/<id>` or `/api/conversations/<id>`; SQLite):
  * copies of dist/, in a temporary folder, each with one step taken out, each measured against the
  * unchanged build in ABBA blocks (unchanged, changed, changed, unchanged; `--duration` seconds each
  * under the same load) by the ratio of the server's CPU time per request (from /proc), which a
@@ -9,6 +10,11 @@
  *
  *   node --import tsx bench/ablation.ts [--blocks 8] [--duration 2] [--connections 50] [--n 20000]
  *                                       [--variants headers,request-hook,...] [--no-build]
+ *                                       [--read endusers|messages|conversations]
+ *
+ * `--read messages` and `--read conversations` seed as `bench/reads.ts` does: `--n` templates
+ * (1,000 unless given) sent through the unchanged build to as many recipients, each with its
+ * three statuses from the sandbox, before anything is measured.
  *
  * A changed build is made by replacing exact text in dist/'s compiled files; a replacement that
  * does not match exactly once stops the benchmark (the code moved: update the text here). The
@@ -28,8 +34,11 @@ import {
   freePort,
   loadWithCpu,
   median,
+  messagingBenchEnv,
   NODE_FLAGS,
   ROOT,
+  seedSendingTenant,
+  sendToRecipients,
   spawnNode,
   startReadReference,
   stopChild,
@@ -42,16 +51,42 @@ const { values: opts } = parseArgs({
     blocks: { type: 'string', default: '8' },
     duration: { type: 'string', default: '2' },
     connections: { type: 'string', default: '50' },
-    n: { type: 'string', default: '20000' },
+    n: { type: 'string' },
+    read: { type: 'string', default: 'endusers' },
     variants: { type: 'string' },
     'no-build': { type: 'boolean', default: false },
   },
 });
 
+const READS = ['endusers', 'messages', 'conversations'] as const;
+type Read = (typeof READS)[number];
+const READ = opts.read as Read;
+if (!READS.includes(READ)) throw new Error(`--read: one of ${READS.join(', ')}, not '${opts.read}'`);
+/** End users seeded, or messages sent (one recipient, so one conversation, each). */
+const N = Number(opts.n ?? (READ === 'endusers' ? 20_000 : 1_000));
+
 /** One replacement in one compiled file: [file under dist/, the exact text, what replaces it]. */
 type Edit = readonly [file: string, from: string, to: string];
 
 const APP = 'http/app.js';
+/** Each read's route, without its params schema. */
+const PARAMS_SCHEMA: Record<Read, Edit> = {
+  endusers: [
+    'end-users/end-user.routes.js',
+    "params: EndUserIdParams,\n            response: { 200: EndUserSchema, ...endUserErrors('get'",
+    "response: { 200: EndUserSchema, ...endUserErrors('get'",
+  ],
+  messages: [
+    'messaging/message.routes.js',
+    'params: Type.Object({ messageId: Type.String({ minLength: 1, maxLength: 512 }) }),\n            response:',
+    'response:',
+  ],
+  conversations: [
+    'conversations/conversation.routes.js',
+    "params: ConversationIdParams,\n            response: { 200: ConversationSchema, ...errorResponses('channel', [400, 401, 403, 404]) },\n        },\n    }, async (request) => getConversation(",
+    "response: { 200: ConversationSchema, ...errorResponses('channel', [400, 401, 403, 404]) },\n        },\n    }, async (request) => getConversation(",
+  ],
+};
 const SKIPPED_ON_SEND = "if (false) app.addHook('onSend', (request, reply, payload, done) => {";
 const SKIPPED_ON_REQUEST = "if (false) app.addHook('onRequest', (request, reply, done) => {";
 
@@ -85,13 +120,7 @@ const VARIANTS: Record<string, { what: string; edits: readonly Edit[] }> = {
   },
   params: {
     what: "the route's params schema (the ID's validation)",
-    edits: [
-      [
-        'end-users/end-user.routes.js',
-        "params: EndUserIdParams,\n            response: { 200: EndUserSchema, ...endUserErrors('get'",
-        "response: { 200: EndUserSchema, ...endUserErrors('get'",
-      ],
-    ],
+    edits: [PARAMS_SCHEMA[READ]],
   },
   'request-id': {
     what: 'request IDs from a counter instead of `randomUUID()`',
@@ -145,16 +174,28 @@ async function main(): Promise<void> {
   build(opts['no-build']);
   const dir = mkdtempSync(join(tmpdir(), 'parley-ablation-'));
   const servers = new Map<string, Server>();
+  const cleanups: (() => Promise<void>)[] = [];
   try {
-    const env = { PARLEY_DATA_DIR: join(dir, 'data'), PARLEY_REGION: 'us' };
-    log(`seeding ${opts.n} end users`);
-    const seed = await seedEndUsers(env, Number(opts.n));
-    const file = join(dir, 'data', 'parley-us.db');
-    const db = new Database(file, { readonly: true });
-    const ids = (db.prepare('SELECT id FROM end_users ORDER BY random() LIMIT 1000').all() as { id: string }[]).map(
-      (r) => r.id,
-    );
-    db.close();
+    const sandboxPort = await freePort();
+    const messaging =
+      READ === 'endusers' ? undefined : messagingBenchEnv('sqlite', 'ablation', `http://127.0.0.1:${sandboxPort}`);
+    if (messaging) cleanups.push(messaging.cleanup);
+    const env = messaging?.env ?? { PARLEY_DATA_DIR: join(dir, 'data'), PARLEY_REGION: 'us' };
+    const file = join(env.PARLEY_DATA_DIR ?? '', 'parley-us.db');
+    let key: string;
+    let ids: string[] = [];
+    if (READ === 'endusers') {
+      log(`seeding ${N} end users`);
+      key = (await seedEndUsers(env, N)).key;
+      const db = new Database(file, { readonly: true });
+      ids = (db.prepare('SELECT id FROM end_users ORDER BY random() LIMIT 1000').all() as { id: string }[]).map(
+        (r) => r.id,
+      );
+      db.close();
+    } else {
+      log('seeding an organization, an agent with a number and an agent key');
+      key = (await seedSendingTenant(true, env)).key;
+    }
 
     for (const name of ['unchanged', ...names.filter((n) => n !== 'lean-fastify')]) {
       const cli = makeBuild(dir, name, VARIANTS[name]?.edits ?? []);
@@ -164,12 +205,36 @@ async function main(): Promise<void> {
       servers.set(name, { url, pid: child.pid, stop: () => stopChild(child) });
       await waitUp(`${url}/api/health`, child);
     }
+    const unchanged = servers.get('unchanged');
+    if (READ !== 'endusers' && unchanged) {
+      log(`${N} sends through the unchanged build to as many recipients, each with its three statuses`);
+      const sandbox = spawnNode(
+        [
+          ...NODE_FLAGS,
+          join(ROOT, CLI),
+          'sandbox',
+          '--port',
+          String(sandboxPort),
+          '--webhook-url',
+          `${unchanged.url}/webhooks/msgapp`,
+        ],
+        env,
+      );
+      try {
+        await waitUp(`http://127.0.0.1:${sandboxPort}/sandbox/health`, sandbox);
+        const sent = await sendToRecipients(unchanged.url, key, N);
+        ids = READ === 'messages' ? sent.messageIds : sent.conversationIds;
+      } finally {
+        await stopChild(sandbox);
+      }
+    }
+    // Started once the database holds everything: it serves a copy made as it starts.
     if (names.includes('lean-fastify')) {
-      const lean = await startReadReference(file, 'endusers', 'fastify');
+      const lean = await startReadReference(file, READ, 'fastify');
       servers.set('lean-fastify', { url: lean.url, pid: lean.child.pid, stop: () => stopChild(lean.child) });
     }
 
-    const headers = { authorization: `Bearer ${seed.key}` };
+    const headers = { authorization: `Bearer ${key}` };
     const measure = async (name: string) => {
       const server = servers.get(name);
       if (!server) throw new Error(name);
@@ -182,7 +247,7 @@ async function main(): Promise<void> {
           headers,
           requests: [
             {
-              setupRequest: (req: AutocannonRequest) => ({ ...req, path: `/api/endusers/${ids[next++ % ids.length]}` }),
+              setupRequest: (req: AutocannonRequest) => ({ ...req, path: `/api/${READ}/${ids[next++ % ids.length]}` }),
             },
           ],
         }),
@@ -217,7 +282,8 @@ async function main(): Promise<void> {
       );
     }
     process.stdout.write(
-      `GET /api/endusers/<id>, SQLite, ${opts.n} end users, ${CONNECTIONS} connections; ` +
+      `GET /api/${READ}/<id>, SQLite, ${READ === 'endusers' ? `${N} end users` : `${N} messages (a conversation each, three statuses each)`}, ` +
+        `${CONNECTIONS} connections; ` +
         `${BLOCKS} ABBA blocks of ${DURATION} s runs against the unchanged build\n\n` +
         '| build | taken out | CPU per request against the unchanged build: median (range) | ' +
         'unchanged build: CPU µs per request (median) | requests/s against the unchanged build (median) |\n' +
@@ -226,6 +292,7 @@ async function main(): Promise<void> {
     );
   } finally {
     for (const server of servers.values()) await server.stop();
+    for (const cleanup of cleanups) await cleanup();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -266,6 +266,56 @@ export async function seedSendingTenant(
   return { key: created.key, phoneNumberId: numbers[0]?.phoneNumberId ?? '', orgId: org.id, agentId: agent.id };
 }
 
+/**
+ * What the reads benchmarks read: `n` templates sent through Parley at `base` to as many recipients
+ * (so as many conversations), 8 at a time; the sandbox reports sent, delivered and read for each, as
+ * the provider would, and this returns once the last message sent reads `read`. The message and
+ * conversation IDs, in the order the sends were answered.
+ */
+export async function sendToRecipients(
+  base: string,
+  key: string,
+  n: number,
+): Promise<{ messageIds: string[]; conversationIds: string[] }> {
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const messageIds: string[] = [];
+  const conversationIds: string[] = [];
+  const WORKERS = 8;
+  let nextSend = 0;
+  await Promise.all(
+    Array.from({ length: WORKERS }, async () => {
+      for (let i = nextSend++; i < n; i = nextSend++) {
+        const res = await fetch(`${base}/api/channels/send`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({
+            channel: 'msgapp',
+            to: `+1415${String(5_000_000 + i).padStart(7, '0')}`,
+            type: 'template',
+            template: { name: 'hello_world', language: 'en_US' },
+          }),
+        });
+        const body = (await res.json()) as { messageId?: string; conversationId?: string };
+        if (res.status !== 200 || !body.messageId || !body.conversationId) {
+          throw new Error(`send answered ${res.status}: ${JSON.stringify(body)}`);
+        }
+        messageIds.push(body.messageId);
+        conversationIds.push(body.conversationId);
+      }
+    }),
+  );
+  // Every message has its three statuses once the last one sent reads `read`.
+  const last = messageIds.at(-1);
+  for (let tries = 0; ; tries++) {
+    const res = await fetch(`${base}/api/messages/${last}`, { headers });
+    const body = (await res.json()) as { message?: { status?: string } };
+    if (body.message?.status === 'read') break;
+    if (tries > 600) throw new Error(`message ${last} never reached read: ${JSON.stringify(body)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { messageIds, conversationIds };
+}
+
 /** The webhook app secret the messaging benchmarks give Parley, so they can sign bodies themselves. */
 export const BENCH_APP_SECRET = PG_BENCH_SECRETS.PARLEY_WEBHOOK_APP_SECRET;
 

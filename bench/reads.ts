@@ -38,6 +38,7 @@ import {
   medianRate,
   messagingBenchEnv,
   seedSendingTenant,
+  sendToRecipients,
   spawnNode,
   startBaseline,
   startReadReference,
@@ -118,42 +119,7 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
     await waitUp(`${base}/api/health`, parley);
 
     log(`${dialect}: ${MESSAGES} sends to as many recipients`);
-    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const messageIds: string[] = [];
-    const conversationIds: string[] = [];
-    const WORKERS = 8;
-    let nextSend = 0;
-    await Promise.all(
-      Array.from({ length: WORKERS }, async () => {
-        for (let i = nextSend++; i < MESSAGES; i = nextSend++) {
-          const res = await fetch(`${base}/api/channels/send`, {
-            method: 'POST',
-            headers,
-            body: JSON.stringify({
-              channel: 'msgapp',
-              to: `+1415${String(5_000_000 + i).padStart(7, '0')}`,
-              type: 'template',
-              template: { name: 'hello_world', language: 'en_US' },
-            }),
-          });
-          const body = (await res.json()) as { messageId?: string; conversationId?: string };
-          if (res.status !== 200 || !body.messageId || !body.conversationId) {
-            throw new Error(`send answered ${res.status}: ${JSON.stringify(body)}`);
-          }
-          messageIds.push(body.messageId);
-          conversationIds.push(body.conversationId);
-        }
-      }),
-    );
-    // Every message has its three statuses once the last one sent reads `read`.
-    const last = messageIds.at(-1);
-    for (let tries = 0; ; tries++) {
-      const res = await fetch(`${base}/api/messages/${last}`, { headers });
-      const body = (await res.json()) as { message?: { status?: string } };
-      if (body.message?.status === 'read') break;
-      if (tries > 600) throw new Error(`message ${last} never reached read: ${JSON.stringify(body)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const { messageIds, conversationIds } = await sendToRecipients(base, key, MESSAGES);
     await stopChild(sandbox);
     // The tables as a live database's autovacuum would leave them (see analyzePostgresSchema).
     if (!args['no-analyze']) await analyze();
