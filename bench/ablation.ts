@@ -174,12 +174,10 @@ async function main(): Promise<void> {
   build(opts['no-build']);
   const dir = mkdtempSync(join(tmpdir(), 'parley-ablation-'));
   const servers = new Map<string, Server>();
-  const cleanups: (() => Promise<void>)[] = [];
+  let messaging: ReturnType<typeof messagingBenchEnv> | undefined;
   try {
     const sandboxPort = await freePort();
-    const messaging =
-      READ === 'endusers' ? undefined : messagingBenchEnv('sqlite', 'ablation', `http://127.0.0.1:${sandboxPort}`);
-    if (messaging) cleanups.push(messaging.cleanup);
+    if (READ !== 'endusers') messaging = messagingBenchEnv('sqlite', 'ablation', `http://127.0.0.1:${sandboxPort}`);
     const env = messaging?.env ?? { PARLEY_DATA_DIR: join(dir, 'data'), PARLEY_REGION: 'us' };
     const file = join(env.PARLEY_DATA_DIR ?? '', 'parley-us.db');
     let key: string;
@@ -292,7 +290,7 @@ async function main(): Promise<void> {
     );
   } finally {
     for (const server of servers.values()) await server.stop();
-    for (const cleanup of cleanups) await cleanup();
+    await messaging?.cleanup();
     rmSync(dir, { recursive: true, force: true });
   }
 }
