@@ -28,9 +28,14 @@
  * the `node` reference to Parley can be split between Fastify and what Parley does around it.
  *
  *   node --import tsx bench/ceiling-server.ts <sqlite file> [port] [endusers|messages|conversations] [node|fastify]
+ *   DATABASE_URL=... PARLEY_PG_SCHEMA=... node --import tsx bench/ceiling-server.ts postgres [port] [read] [server]
  *   # prints `listening <port>`
  *
- * It serves a copy of the file (`<file>.reference-<read>-<server>`, made at start), not the file.
+ * On SQLite it serves a copy of the file (`<file>.reference-<read>-<server>`, made at start), not
+ * the file. With `postgres` in place of the file it serves Parley's PostgreSQL schema itself, as
+ * `parley serve` would with the same environment (a pool of `PARLEY_PG_POOL_SIZE`, 10 by default),
+ * through Parley's data layer for every read (the end-user read too: its reads of one turn go to
+ * PostgreSQL as one statement, as Parley's do); the keys of the read's scope are read once at start.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -40,6 +45,7 @@ import Database from 'better-sqlite3';
 import fastJson from 'fast-json-stringify';
 import Fastify from 'fastify';
 import { keyHashOf } from '../src/auth/auth.js';
+import { loadConfig } from '../src/config.js';
 import { findConversationWithKeyEpoch } from '../src/conversations/conversation.repository.js';
 import { ConversationSchema } from '../src/conversations/conversation.schemas.js';
 import { toConversation } from '../src/conversations/conversation.service.js';
@@ -51,21 +57,32 @@ import { SECURITY_HEADERS } from '../src/http/security-headers.js';
 import { findMessageWithKeyEpoch } from '../src/messaging/message.repository.js';
 import { MessageResponse, toMessageResponse } from '../src/messaging/message.service.js';
 
-const USAGE = 'usage: ceiling-server.ts <sqlite file> [port] [endusers|messages|conversations] [node|fastify]';
+const USAGE = 'usage: ceiling-server.ts <sqlite file|postgres> [port] [endusers|messages|conversations] [node|fastify]';
 const [file, portArg, route = 'endusers', kind = 'node'] = process.argv.slice(2);
 if (!file || !['endusers', 'messages', 'conversations'].includes(route) || !['node', 'fastify'].includes(kind)) {
   throw new Error(USAGE);
 }
 
-// A copy of its own, so that Parley's database file has no second process on it while Parley is
-// measured (the two servers take turns under load).
-const copy = `${file}.reference-${route}-${kind}`;
-const source = new Database(file, { readonly: true, fileMustExist: true });
-source.exec(`VACUUM INTO '${copy.replaceAll("'", "''")}'`);
-source.close();
-const sqlite = new Database(copy, { fileMustExist: true });
-sqlite.pragma('journal_mode = WAL');
-sqlite.pragma('synchronous = NORMAL');
+/** On PostgreSQL: Parley's own database settings, from the environment `parley serve` would have. */
+const postgres = file === 'postgres' ? loadConfig().regions[0]?.database : undefined;
+if (file === 'postgres' && postgres?.kind !== 'postgres')
+  throw new Error('ceiling-server.ts postgres: set DATABASE_URL');
+
+/**
+ * On SQLite, a copy of its own, so that Parley's database file has no second process on it while
+ * Parley is measured (the two servers take turns under load).
+ */
+function sqliteCopy(): { copy: string; sqlite: Database.Database } {
+  const copy = `${file}.reference-${route}-${kind}`;
+  const source = new Database(file, { readonly: true, fileMustExist: true });
+  source.exec(`VACUUM INTO '${copy.replaceAll("'", "''")}'`);
+  source.close();
+  const sqlite = new Database(copy, { fileMustExist: true });
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  return { copy, sqlite };
+}
+const onSqlite = postgres ? undefined : sqliteCopy();
 
 const HEADER_VALUES = {
   ...SECURITY_HEADERS,
@@ -79,21 +96,21 @@ interface Reader {
   readonly orgId: string;
   readonly agentId: string | null;
 }
-const keyByHash = sqlite.prepare(
+const SCOPE = route === 'endusers' ? 'organization' : 'agent';
+/** Key hash → reader: the key cache, filled on first use (SQLite) or at start (PostgreSQL). */
+const keys = new Map<string, Reader>();
+const keyByHash = onSqlite?.sqlite.prepare(
   'SELECT api_keys.org_id AS orgId, api_keys.agent_id AS agentId FROM api_keys ' +
     'JOIN organizations ON organizations.id = api_keys.org_id ' +
     'WHERE api_keys.hash = ? AND api_keys.revoked_at IS NULL AND api_keys.scope = ? ' +
     "AND organizations.plan = 'paid'",
 );
-const SCOPE = route === 'endusers' ? 'organization' : 'agent';
-/** Key hash → reader: the key cache, filled on first use. */
-const keys = new Map<string, Reader>();
 
 function readerOf(req: IncomingMessage): Reader | undefined {
   try {
     const hash = keyHashOf('us', req.headers.authorization);
     let reader = keys.get(hash);
-    if (reader === undefined) {
+    if (reader === undefined && keyByHash) {
       reader = keyByHash.get(hash, SCOPE) as Reader | undefined;
       if (reader !== undefined) keys.set(hash, reader);
     }
@@ -127,7 +144,7 @@ function pathId(req: IncomingMessage): string | undefined {
 }
 
 /** `endusers`: its own prepared statement, answered synchronously in the turn's batch (below). */
-function endUsers(): (req: IncomingMessage, res: ServerResponse) => void {
+function endUsers(sqlite: Database.Database): (req: IncomingMessage, res: ServerResponse) => void {
   const read = sqlite
     .prepare(
       'SELECT end_users.*, key_epoch.epoch AS key_epoch FROM key_epoch ' +
@@ -171,7 +188,18 @@ interface ParleyRead {
 
 /** Parley's reads, which take the requests of one turn of the event loop together themselves. */
 async function parleyRead(): Promise<ParleyRead> {
-  const { db } = await openDatabase({ kind: 'sqlite', file: copy, busyTimeoutMs: 5_000 });
+  const { db } = await openDatabase(postgres ?? { kind: 'sqlite', file: onSqlite?.copy ?? '', busyTimeoutMs: 5_000 });
+  if (postgres) {
+    const rows = await db
+      .selectFrom('api_keys')
+      .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
+      .select(['api_keys.hash', 'api_keys.org_id', 'api_keys.agent_id'])
+      .where('api_keys.revoked_at', 'is', null)
+      .where('api_keys.scope', '=', SCOPE)
+      .where('organizations.plan', '=', 'paid')
+      .execute();
+    for (const r of rows) keys.set(r.hash, { orgId: r.org_id, agentId: r.agent_id });
+  }
   const visible = (reader: Reader, agentId: string) => reader.agentId === null || agentId === reader.agentId;
   switch (route) {
     case 'messages':
@@ -203,7 +231,7 @@ async function parleyRead(): Promise<ParleyRead> {
   }
 }
 
-/** `node`, for `messages` and `conversations`: Parley's read on a bare `node:http` server. */
+/** `node`, for `messages` and `conversations` (and every read on PostgreSQL): Parley's read on a bare `node:http` server. */
 async function nodeServer(): Promise<Server> {
   const { schema, answer } = await parleyRead();
   const serialize = fastJson(schema);
@@ -242,7 +270,11 @@ async function fastifyServer(): Promise<Server> {
 }
 
 const server =
-  kind === 'fastify' ? await fastifyServer() : route === 'endusers' ? createServer(endUsers()) : await nodeServer();
+  kind === 'fastify'
+    ? await fastifyServer()
+    : route === 'endusers' && onSqlite
+      ? createServer(endUsers(onSqlite.sqlite))
+      : await nodeServer();
 
 server.listen(Number(portArg ?? 0), '127.0.0.1', () => {
   process.stdout.write(`listening ${(server.address() as AddressInfo).port}\n`);

@@ -205,18 +205,21 @@ export async function startListening(
 }
 
 /**
- * A reference server for a read by ID on SQLite (`bench/ceiling-server.ts`): with no framework
- * (`node`) or the leanest Fastify app (`fastify`), on a copy of the database file it makes as it
- * starts (so start it once the database holds everything).
+ * A reference server for a read by ID (`bench/ceiling-server.ts`): with no framework (`node`) or
+ * the leanest Fastify app (`fastify`). On SQLite (`database` the file) it serves a copy of the file
+ * it makes as it starts, so start it once the database holds everything; on PostgreSQL
+ * (`database` is `postgres`, `env` Parley's `DATABASE_URL` and `PARLEY_PG_SCHEMA`) Parley's schema.
  */
 export function startReadReference(
-  file: string,
+  database: string,
   read: 'endusers' | 'messages' | 'conversations',
   kind: 'node' | 'fastify',
+  env: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; url: string }> {
   return startListening(
-    [...NODE_FLAGS, '--import', 'tsx', 'bench/ceiling-server.ts', file, '0', read, kind],
+    [...NODE_FLAGS, '--import', 'tsx', 'bench/ceiling-server.ts', database, '0', read, kind],
     `reference server (${read}, ${kind})`,
+    env,
   );
 }
 
@@ -409,7 +412,9 @@ export function postgresCpuMs(): number {
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       if (!stat.includes('(postgres)')) continue;
-      total += cpuMs(Number(entry), true);
+      // NaN: it exited between the two reads (a pool closing an idle connection, say).
+      const ms = cpuMs(Number(entry), true);
+      if (Number.isFinite(ms)) total += ms;
     } catch {
       // gone meanwhile
     }

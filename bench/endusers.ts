@@ -1,9 +1,10 @@
 /**
  * End-user benchmarks, side by side with a bare node:http server answering a fixed JSON, in one run:
  *   - authenticated GET /api/endusers/<id> at 50 connections, IDs in turn from a list of 1,000;
- *     with --ceiling, on SQLite, also a reference server doing only that read's own work without a
- *     framework (bench/ceiling-server.ts), under the same load; with --lean-fastify, the same read in
- *     the leanest Fastify app (ceiling-server.ts ... fastify: no hooks, no logger);
+ *     with --ceiling also a reference server doing only that read's own work without a framework
+ *     (bench/ceiling-server.ts; on SQLite on a copy of the database, on PostgreSQL on Parley's
+ *     schema), under the same load; with --lean-fastify, the same read in the leanest Fastify app
+ *     (ceiling-server.ts ... fastify: no hooks, no logger);
  *   - list page 1 against list page ~5,000 (cursors walked first), with the server's CPU per request;
  *   - POST /api/endusers/batch of 1,000 new records, several runs: median and p95;
  *   - the server's RSS under load (peak, sampled from /proc).
@@ -18,9 +19,9 @@
  * the deep page (3; the median p99 run of each is reported), --dist (serve from dist/, else src/ via tsx),
  * --cli another compiled dist/cli/main.js to serve (a build of an earlier commit, to compare),
  * --get-rounds alternating runs of the bare server and GET by id (1; the median of each reported),
- * --only-get (skip the list and batch runs), --log-level of the server (warn), --ceiling (SQLite: the
- * reference server too, in the same alternating rounds), --lean-fastify (SQLite: the lean Fastify app
- * too, likewise), --requests how GET by id's requests are made:
+ * --only-get (skip the list and batch runs), --log-level of the server (warn), --ceiling (the
+ * reference server too, in the same alternating rounds), --lean-fastify (the lean Fastify app too,
+ * likewise), --requests how GET by id's requests are made:
  * `rotate` (each built anew with the next ID as it is sent; the bare server gets a fixed `GET /`) or
  * `list` (the 1,000 requests built once, and the same list sent to the bare server too).
  * Prints a Markdown table on stdout; progress on stderr.
@@ -141,9 +142,9 @@ interface Figures {
   /** Median CPU µs per request: the bare server, GET by id. */
   baselineCpuUs: number;
   getCpuUs: number;
-  /** --ceiling on SQLite: the reference server's median run and CPU µs per request. */
+  /** --ceiling: the reference server's median run and CPU µs per request. */
   ceiling?: AutocannonResult & { cpuUs: number };
-  /** --lean-fastify on SQLite: the same read in the leanest Fastify app, its median run. */
+  /** --lean-fastify: the same read in the leanest Fastify app, its median run. */
   fastify?: AutocannonResult & { cpuUs: number };
   page1: AutocannonResult;
   pageN: AutocannonResult;
@@ -216,8 +217,9 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
           ],
         };
     const reference = async (wanted: boolean | undefined, kind: 'node' | 'fastify') => {
-      if (!wanted || dialect !== 'sqlite') return undefined;
-      const started = await startReadReference(join(dataDir, 'parley-us.db'), 'endusers', kind);
+      if (!wanted) return undefined;
+      const database = dialect === 'sqlite' ? join(dataDir, 'parley-us.db') : 'postgres';
+      const started = await startReadReference(database, 'endusers', kind, env);
       children.push(started.child);
       return started;
     };

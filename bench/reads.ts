@@ -14,12 +14,12 @@
  * the message read and the conversation read alternate `--rounds` times (IDs rotate over all of
  * them); the median round of each is reported, with the server's CPU time per request.
  *
- * `--ceiling` (SQLite): each round also loads, just before each of Parley's reads, a reference
- * server doing only that read's own work without a framework (`bench/ceiling-server.ts messages`
- * and `conversations`: Parley's own reads and answers, on a copy of the database), under the same
- * load: how near Parley is to the most a Node server can be expected to reach for that read.
- * `--lean-fastify` (SQLite) adds the same reads served by the leanest Fastify app
- * (`ceiling-server.ts ... fastify`): what the framework alone costs.
+ * `--ceiling`: each round also loads, just before each of Parley's reads, a reference server doing
+ * only that read's own work without a framework (`bench/ceiling-server.ts messages` and
+ * `conversations`: Parley's own reads and answers, on a copy of the database on SQLite, on Parley's
+ * schema on PostgreSQL), under the same load: how near Parley is to the most a Node server can be
+ * expected to reach for that read. `--lean-fastify` adds the same reads served by the leanest
+ * Fastify app (`ceiling-server.ts ... fastify`): what the framework alone costs.
  */
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -86,7 +86,7 @@ interface Figures {
   readonly bare: Measured;
   readonly message: Measured;
   readonly conversation: Measured;
-  /** On SQLite, the reference servers' median rounds. */
+  /** The reference servers' median rounds (--ceiling, --lean-fastify). */
   readonly references: readonly { read: ReadName; kind: ReferenceKind; measured: Measured }[];
 }
 
@@ -129,11 +129,11 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       return [{ setupRequest: (req: AutocannonRequest) => ({ ...req, path: `${prefix}${ids[next++ % ids.length]}` }) }];
     };
     const auth = { authorization: `Bearer ${key}` };
-    // Started once the database holds everything: each serves a copy of it made as it starts.
-    const kinds: ReferenceKind[] =
-      dialect === 'sqlite'
-        ? [...(args.ceiling ? (['node'] as const) : []), ...(args['lean-fastify'] ? (['fastify'] as const) : [])]
-        : [];
+    // Started once the database holds everything: on SQLite each serves a copy of it made as it starts.
+    const kinds: ReferenceKind[] = [
+      ...(args.ceiling ? (['node'] as const) : []),
+      ...(args['lean-fastify'] ? (['fastify'] as const) : []),
+    ];
     const routes = [
       { read: 'message', prefix: '/api/messages/', ids: messageIds },
       { read: 'conversation', prefix: '/api/conversations/', ids: conversationIds },
@@ -145,10 +145,10 @@ async function runDialect(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
       pid: number | undefined;
       runs: Measured[];
     }[] = [];
-    const file = join(env.PARLEY_DATA_DIR ?? '', 'parley-us.db');
+    const database = dialect === 'sqlite' ? join(env.PARLEY_DATA_DIR ?? '', 'parley-us.db') : 'postgres';
     for (const { read, prefix, ids } of routes) {
       for (const kind of kinds) {
-        const { child, url } = await startReadReference(file, `${read}s`, kind);
+        const { child, url } = await startReadReference(database, `${read}s`, kind, env);
         children.push(child);
         // A reference answers as Parley does, or it measures something else.
         const [ours, theirs] = await Promise.all(
@@ -245,7 +245,7 @@ for (const [name, f] of results) {
     for (const { kind, measured } of references) {
       const what = kind === 'node' ? 'reference server' : 'the leanest Fastify app';
       console.log(
-        `| ${name} | (${what} for ${route}, ${kind === 'node' ? 'no framework' : 'no hooks, no logger'}) | ${f0(measured.requests.average)} | ${share(measured)} % | ${measured.latency.p50} / ${measured.latency.p99} | ${f0(f.bare.cpuUs)} / ${f0(measured.cpuUs)} | | |`,
+        `| ${name} | (${what} for ${route}, ${kind === 'node' ? 'no framework' : 'no hooks, no logger'}) | ${f0(measured.requests.average)} | ${share(measured)} % | ${measured.latency.p50} / ${measured.latency.p99} | ${f0(f.bare.cpuUs)} / ${f0(measured.cpuUs)} | ${name === 'SQLite' ? '' : f0(measured.pgUs)} | |`,
       );
     }
     const node = references.find((ref) => ref.kind === 'node')?.measured;
