@@ -1,6 +1,7 @@
 /**
  * What each of Parley's own steps around a read by ID costs (`GET /api/endusers/<id>`, or with
- * `--read` `/api/messages/<id>` or `/api/conversations/<id>`; SQLite):
+ * `--read` `/api/messages/<id>` or `/api/conversations/<id>`; on SQLite, or with
+ * `--dialect postgres` on a fresh schema of DATABASE_URL's database, dropped at the end):
  * copies of dist/, in a temporary folder, each with one step taken out, each measured against the
  * unchanged build in ABBA blocks (unchanged, changed, changed, unchanged; `--duration` seconds each
  * under the same load) by the ratio of the server's CPU time per request (from /proc), which a
@@ -10,7 +11,7 @@
  *
  *   node --import tsx bench/ablation.ts [--blocks 8] [--duration 2] [--connections 50] [--n 20000]
  *                                       [--variants headers,request-hook,...] [--no-build]
- *                                       [--read endusers|messages|conversations]
+ *                                       [--read endusers|messages|conversations] [--dialect sqlite|postgres]
  *
  * `--read messages` and `--read conversations` seed as `bench/reads.ts` does: `--n` templates
  * (1,000 unless given) sent through the unchanged build to as many recipients, each with its
@@ -26,8 +27,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
+import pg from 'pg';
+import { dropPostgresSchema } from '../src/db/database.js';
 import {
   type AutocannonRequest,
+  analyzePostgresSchema,
   autocannon,
   build,
   CLI,
@@ -36,6 +40,7 @@ import {
   median,
   messagingBenchEnv,
   NODE_FLAGS,
+  PG_BENCH_SECRETS,
   ROOT,
   seedSendingTenant,
   sendToRecipients,
@@ -53,6 +58,7 @@ const { values: opts } = parseArgs({
     connections: { type: 'string', default: '50' },
     n: { type: 'string' },
     read: { type: 'string', default: 'endusers' },
+    dialect: { type: 'string', default: 'sqlite' },
     variants: { type: 'string' },
     'no-build': { type: 'boolean', default: false },
   },
@@ -62,6 +68,11 @@ const READS = ['endusers', 'messages', 'conversations'] as const;
 type Read = (typeof READS)[number];
 const READ = opts.read as Read;
 if (!READS.includes(READ)) throw new Error(`--read: one of ${READS.join(', ')}, not '${opts.read}'`);
+const DIALECT = opts.dialect as 'sqlite' | 'postgres';
+if (DIALECT !== 'sqlite' && DIALECT !== 'postgres')
+  throw new Error(`--dialect: sqlite or postgres, not '${opts.dialect}'`);
+const PG_URL = process.env.DATABASE_URL;
+if (DIALECT === 'postgres' && !PG_URL) throw new Error('--dialect postgres needs DATABASE_URL');
 /** End users seeded, or messages sent (one recipient, so one conversation, each). */
 const N = Number(opts.n ?? (READ === 'endusers' ? 20_000 : 1_000));
 
@@ -175,21 +186,26 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'parley-ablation-'));
   const servers = new Map<string, Server>();
   let messaging: ReturnType<typeof messagingBenchEnv> | undefined;
+  /** The end-user read's own PostgreSQL schema (the messaging reads' is `messaging`'s). */
+  let endUserSchema: string | undefined;
   try {
     const sandboxPort = await freePort();
-    if (READ !== 'endusers') messaging = messagingBenchEnv('sqlite', 'ablation', `http://127.0.0.1:${sandboxPort}`);
-    const env = messaging?.env ?? { PARLEY_DATA_DIR: join(dir, 'data'), PARLEY_REGION: 'us' };
-    const file = join(env.PARLEY_DATA_DIR ?? '', 'parley-us.db');
+    if (READ !== 'endusers') messaging = messagingBenchEnv(DIALECT, 'ablation', `http://127.0.0.1:${sandboxPort}`);
+    const env: Record<string, string> = messaging?.env ?? { PARLEY_DATA_DIR: join(dir, 'data'), PARLEY_REGION: 'us' };
+    if (READ === 'endusers' && PG_URL && DIALECT === 'postgres') {
+      endUserSchema = `bench_ablation_${Date.now().toString(36)}`;
+      Object.assign(env, { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: endUserSchema }, PG_BENCH_SECRETS);
+    }
+    // What the lean Fastify app serves: a copy of the SQLite file, or Parley's PostgreSQL schema.
+    const database = DIALECT === 'sqlite' ? join(env.PARLEY_DATA_DIR ?? '', 'parley-us.db') : 'postgres';
     let key: string;
     let ids: string[] = [];
     if (READ === 'endusers') {
       log(`seeding ${N} end users`);
       key = (await seedEndUsers(env, N)).key;
-      const db = new Database(file, { readonly: true });
-      ids = (db.prepare('SELECT id FROM end_users ORDER BY random() LIMIT 1000').all() as { id: string }[]).map(
-        (r) => r.id,
-      );
-      db.close();
+      ids = await sampleEndUserIds(database, env.PARLEY_PG_SCHEMA);
+      // The tables as a live database's autovacuum would leave them (see analyzePostgresSchema).
+      if (PG_URL && endUserSchema) await analyzePostgresSchema(PG_URL, endUserSchema);
     } else {
       log('seeding an organization, an agent with a number and an agent key');
       key = (await seedSendingTenant(true, env)).key;
@@ -225,10 +241,11 @@ async function main(): Promise<void> {
       } finally {
         await stopChild(sandbox);
       }
+      await messaging?.analyze();
     }
-    // Started once the database holds everything: it serves a copy made as it starts.
+    // Started once the database holds everything: on SQLite it serves a copy made as it starts.
     if (names.includes('lean-fastify')) {
-      const lean = await startReadReference(file, READ, 'fastify');
+      const lean = await startReadReference(database, READ, 'fastify', env);
       servers.set('lean-fastify', { url: lean.url, pid: lean.child.pid, stop: () => stopChild(lean.child) });
     }
 
@@ -280,7 +297,7 @@ async function main(): Promise<void> {
       );
     }
     process.stdout.write(
-      `GET /api/${READ}/<id>, SQLite, ${READ === 'endusers' ? `${N} end users` : `${N} messages (a conversation each, three statuses each)`}, ` +
+      `GET /api/${READ}/<id>, ${DIALECT === 'sqlite' ? 'SQLite' : 'PostgreSQL'}, ${READ === 'endusers' ? `${N} end users` : `${N} messages (a conversation each, three statuses each)`}, ` +
         `${CONNECTIONS} connections; ` +
         `${BLOCKS} ABBA blocks of ${DURATION} s runs against the unchanged build\n\n` +
         '| build | taken out | CPU per request against the unchanged build: median (range) | ' +
@@ -291,7 +308,32 @@ async function main(): Promise<void> {
   } finally {
     for (const server of servers.values()) await server.stop();
     await messaging?.cleanup();
+    if (PG_URL && endUserSchema) await dropPostgresSchema(PG_URL, endUserSchema);
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** 1,000 end-user IDs in random order, from the SQLite file or the PostgreSQL schema. */
+async function sampleEndUserIds(database: string, schema: string | undefined): Promise<string[]> {
+  if (database !== 'postgres') {
+    const db = new Database(database, { readonly: true });
+    try {
+      return (db.prepare('SELECT id FROM end_users ORDER BY random() LIMIT 1000').all() as { id: string }[]).map(
+        (r) => r.id,
+      );
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ id: string }>(
+      `SELECT id FROM "${(schema ?? '').replaceAll('"', '""')}".end_users ORDER BY random() LIMIT 1000`,
+    );
+    return rows.map((r) => r.id);
+  } finally {
+    await client.end();
   }
 }
 
