@@ -20,7 +20,12 @@ th, td { padding-inline: 0.5rem; }
 td.when { min-width: 11ch; }
 .who { font-size: 0.9rem; }
 nav[aria-label="Breadcrumb"] ul li:not(:last-child)::after { content: " ›"; padding-left: 0.3rem; }
-dialog footer { display: flex; gap: 1rem; justify-content: flex-end; }
+/* A dialog's Cancel and confirming button side by side at the right, each as tall and as wide as its label. */
+dialog footer { display: flex; gap: 1rem; justify-content: flex-end; align-items: center; }
+dialog footer > :is([role="button"], [type="submit"]) { margin: 0; width: auto; }
+/* Pico's classless build has no .secondary: the buttons marked so (Cancel, Sign out, Revoke in a row) in its secondary colours. */
+:is(button, [role="button"]).secondary { --pico-background-color: var(--pico-secondary-background); --pico-border-color: var(--pico-secondary-border); --pico-color: var(--pico-secondary-inverse); }
+:is(button, [role="button"]).secondary:is(:hover, :active, :focus) { --pico-background-color: var(--pico-secondary-hover-background); --pico-border-color: var(--pico-secondary-hover-border); }
 /* Agent only for an agent key; End-users only for an organization key (works without JavaScript). */
 form.create-key:has(#key-scope option[value="organization"]:checked) .agent-field { display: none; }
 form.create-key:has(#key-scope option[value="agent"]:checked) .endusers-field { display: none; }
