@@ -28,10 +28,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { dropPostgresSchema } from '../src/db/database.js';
 import {
   type AutocannonRequest,
-  analyzePostgresSchema,
   autocannon,
   build,
   CLI,
@@ -40,7 +38,6 @@ import {
   median,
   messagingBenchEnv,
   NODE_FLAGS,
-  PG_BENCH_SECRETS,
   ROOT,
   seedSendingTenant,
   sendToRecipients,
@@ -185,17 +182,12 @@ async function main(): Promise<void> {
   build(opts['no-build']);
   const dir = mkdtempSync(join(tmpdir(), 'parley-ablation-'));
   const servers = new Map<string, Server>();
-  let messaging: ReturnType<typeof messagingBenchEnv> | undefined;
-  /** The end-user read's own PostgreSQL schema (the messaging reads' is `messaging`'s). */
-  let endUserSchema: string | undefined;
+  let bench: ReturnType<typeof messagingBenchEnv> | undefined;
   try {
     const sandboxPort = await freePort();
-    if (READ !== 'endusers') messaging = messagingBenchEnv(DIALECT, 'ablation', `http://127.0.0.1:${sandboxPort}`);
-    const env: Record<string, string> = messaging?.env ?? { PARLEY_DATA_DIR: join(dir, 'data'), PARLEY_REGION: 'us' };
-    if (READ === 'endusers' && PG_URL && DIALECT === 'postgres') {
-      endUserSchema = `bench_ablation_${Date.now().toString(36)}`;
-      Object.assign(env, { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: endUserSchema }, PG_BENCH_SECRETS);
-    }
+    // A fresh data folder and, on PostgreSQL, a fresh schema; the sandbox as the provider.
+    bench = messagingBenchEnv(DIALECT, 'ablation', `http://127.0.0.1:${sandboxPort}`);
+    const { env } = bench;
     // What the lean Fastify app serves: a copy of the SQLite file, or Parley's PostgreSQL schema.
     const database = DIALECT === 'sqlite' ? join(env.PARLEY_DATA_DIR ?? '', 'parley-us.db') : 'postgres';
     let key: string;
@@ -205,7 +197,7 @@ async function main(): Promise<void> {
       key = (await seedEndUsers(env, N)).key;
       ids = await sampleEndUserIds(database, env.PARLEY_PG_SCHEMA);
       // The tables as a live database's autovacuum would leave them (see analyzePostgresSchema).
-      if (PG_URL && endUserSchema) await analyzePostgresSchema(PG_URL, endUserSchema);
+      await bench.analyze();
     } else {
       log('seeding an organization, an agent with a number and an agent key');
       key = (await seedSendingTenant(true, env)).key;
@@ -241,7 +233,7 @@ async function main(): Promise<void> {
       } finally {
         await stopChild(sandbox);
       }
-      await messaging?.analyze();
+      await bench.analyze();
     }
     // Started once the database holds everything: on SQLite it serves a copy made as it starts.
     if (names.includes('lean-fastify')) {
@@ -307,8 +299,7 @@ async function main(): Promise<void> {
     );
   } finally {
     for (const server of servers.values()) await server.stop();
-    await messaging?.cleanup();
-    if (PG_URL && endUserSchema) await dropPostgresSchema(PG_URL, endUserSchema);
+    await bench?.cleanup();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -343,10 +343,8 @@ export function messagingBenchEnv(
     PARLEY_SEND_RATE_LIMIT_ORG: '1000000000',
   };
   const pgUrl = dialect === 'postgres' ? process.env.DATABASE_URL : undefined;
-  if (pgUrl) {
-    env.DATABASE_URL = pgUrl;
-    env.PARLEY_PG_SCHEMA = schema;
-  }
+  // The secrets too, so that code in the benchmark's own process (a seed) loads the same settings.
+  if (pgUrl) Object.assign(env, { DATABASE_URL: pgUrl, PARLEY_PG_SCHEMA: schema }, PG_BENCH_SECRETS);
   return {
     env,
     async cleanup() {

@@ -37,7 +37,6 @@ import {
   log,
   messagingBenchEnv,
   NODE_FLAGS,
-  PG_BENCH_SECRETS,
   postgresCpuMs,
   quantile,
   seedSendingTenant,
@@ -158,7 +157,7 @@ interface StatusDrain {
  * accepted has its three statuses, the sandbox having posted them and Parley applied them.
  */
 async function waitForStatuses(env: Record<string, string>): Promise<StatusDrain> {
-  const region = loadConfig({}, { ...env, ...(env.DATABASE_URL ? PG_BENCH_SECRETS : {}) }).regions[0];
+  const region = loadConfig({}, env).regions[0];
   if (!region) throw new Error('no region');
   const database = await openDatabase(region.database, { poolSize: 1 });
   const started = Date.now();

@@ -213,16 +213,15 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
     await check(page, '12-revoke-dialog');
     // Cancel and Revoke side by side, as tall as each other, each as wide as its label, Cancel
     // in the secondary colour so that the two are told apart.
-    const [cancelBox, revokeBox] = await Promise.all(
-      ['Cancel', 'Revoke'].map((name) => revoke.getByRole('button', { name, exact: true }).boundingBox()),
-    );
+    const buttons = ['Cancel', 'Revoke'].map((name) => revoke.getByRole('button', { name, exact: true }));
+    const [cancelBox, revokeBox] = await Promise.all(buttons.map((button) => button.boundingBox()));
     expect(cancelBox?.height).toBeGreaterThan(0);
     expect(cancelBox?.height).toBe(revokeBox?.height);
     expect(cancelBox?.y).toBe(revokeBox?.y);
     expect(revokeBox?.width).toBeLessThan(200);
     const [cancelColour, revokeColour] = await Promise.all(
-      ['Cancel', 'Revoke'].map((name) =>
-        revoke.getByRole('button', { name, exact: true }).evaluate((element) => {
+      buttons.map((button) =>
+        button.evaluate((element) => {
           // Runs in the page (this file is typed for Node, without the DOM's types).
           const page = globalThis as unknown as { getComputedStyle(e: unknown): { backgroundColor: string } };
           return page.getComputedStyle(element).backgroundColor;
