@@ -70,7 +70,7 @@ const recipientSelect = (db: QueryCreator<DB>) =>
     .select(CONVERSATION_COLUMNS.map((c) => `c.${c}` as const))
     .where('key_epoch.id', '=', 1);
 
-/** Exported for the plan tests (test/pg-plans.test.ts), as is `recipientStoringMessage`. */
+/** Exported for the plan tests (test/db/pg-plans.test.ts), as is `recipientStoringMessage`. */
 export const recipientQuery = precompiled(recipientSelect);
 
 export interface KnownRecipient {

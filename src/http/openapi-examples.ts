@@ -1,7 +1,7 @@
 /**
  * An example of every named schema of /api/openapi.json that does not carry one of its own, so
  * each request and response body of the reference shows a realistic value (checked against its
- * schema by test/platform-openapi.test.ts).
+ * schema by test/http/openapi.test.ts).
  */
 
 import { EndUserSchema } from '../end-users/end-user.schemas.js';
