@@ -20,7 +20,13 @@ import { createTestApp, DIALECTS, type TestApp } from '../helpers/app.js';
 import { contractViolation } from '../helpers/contract.js';
 import { makeAgent, makeCampaign, makeKey, makeOrg } from '../helpers/factories.js';
 import { randomPhone } from '../helpers/messaging.js';
-import { createProbeApp, PROBE_AGENT, PROBE_AGENT_PATH, PROBE_CHANNEL, PROBE_CODED } from '../helpers/platform-probe.js';
+import {
+  createProbeApp,
+  PROBE_AGENT,
+  PROBE_AGENT_PATH,
+  PROBE_CHANNEL,
+  PROBE_CODED,
+} from '../helpers/platform-probe.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 type Family = 'channel' | 'coded';

@@ -4,7 +4,12 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import { requireKey } from '../../src/http/auth.js';
-import { RATE_LIMIT_HEADERS, rateLimit, rateLimitedResponse, withHeaders } from '../../src/rate-limit/rate-limit.hook.js';
+import {
+  RATE_LIMIT_HEADERS,
+  rateLimit,
+  rateLimitedResponse,
+  withHeaders,
+} from '../../src/rate-limit/rate-limit.hook.js';
 import { createSendRateLimiter, type SendRateLimiter } from '../../src/rate-limit/send-rate-limiter.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { createTestApp, DIALECTS, REDIS_URL, type TestApp } from '../helpers/app.js';
