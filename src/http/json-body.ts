@@ -3,6 +3,13 @@ import sjson from 'secure-json-parse';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
 
+/**
+ * How deep a JSON body may nest (objects and arrays, the outermost counting 1), one rule for the
+ * whole API (docs/security.md). Checked on the text before parsing, so that nothing downstream (a
+ * body hash, a context stored as JSON, a validator) ever recurses over a deeper client value.
+ */
+export const MAX_BODY_DEPTH = 32;
+
 /** Methods whose requests carry no body: an empty one sent with a JSON Content-Type is no body. */
 const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
@@ -16,6 +23,13 @@ export function parseJsonBody(method: string, text: string): unknown {
   if (text.length === 0) {
     if (BODYLESS.has(method)) return undefined;
     throw new AppError('INVALID_BODY', 'The request body is empty; send a JSON object.');
+  }
+  // A text shorter than twice the limit cannot open that many brackets: most bodies skip the scan.
+  if (text.length > 2 * MAX_BODY_DEPTH && depthExceeds(text, MAX_BODY_DEPTH)) {
+    throw new AppError(
+      'INVALID_BODY',
+      `The request body nests deeper than ${MAX_BODY_DEPTH} levels of objects and arrays; flatten it.`,
+    );
   }
   let value: unknown;
   try {
@@ -44,6 +58,27 @@ export function parseJsonBody(method: string, text: string): unknown {
     }
   }
   return value;
+}
+
+/**
+ * Whether JSON text opens more than `limit` objects or arrays inside one another, counting only
+ * brackets outside strings. One pass, no recursion; text that is not JSON is left to the parser.
+ */
+export function depthExceeds(text: string, limit: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // a backslash: the next character is escaped
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return false;
 }
 
 /**
