@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import {
@@ -19,6 +18,7 @@ import {
 import type pgTypes from 'pg';
 import type { Logger } from 'pino';
 import { ConfigError, type DatabaseConfig } from '../config.js';
+import { ensurePrivateDir, ensurePrivateFile, SQLITE_COMPANIONS } from '../shared/private-files.js';
 import { startCheckpointer, WAL_SIZE_LIMIT } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
 import { isPostgres, usePgStatements, useSqliteStatements } from './precompiled.js';
@@ -102,7 +102,8 @@ export interface OpenOptions {
 
 export async function openDatabase(config: DatabaseConfig, options: OpenOptions = {}): Promise<Database> {
   if (config.kind === 'sqlite') {
-    mkdirSync(dirname(config.file), { recursive: true });
+    ensurePrivateDir(dirname(config.file));
+    if (config.file !== ':memory:') ensurePrivateFile(config.file, SQLITE_COMPANIONS);
     const sqlite = new SQLite(config.file, { timeout: config.busyTimeoutMs });
     sqlite.pragma('journal_mode = WAL');
     sqlite.pragma('synchronous = NORMAL');

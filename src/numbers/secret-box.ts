@@ -1,7 +1,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../config.js';
+import { ensurePrivateDir } from '../shared/private-files.js';
 
 /** AES-256-GCM sealing of provider access tokens at rest. */
 export interface SecretBox {
@@ -23,7 +24,7 @@ function parseKey(raw: string, where: string): Buffer {
 export function loadOrCreateSecretFile(dataDir: string, fileName: string, make: () => string): string {
   const file = join(dataDir, fileName);
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  mkdirSync(dataDir, { recursive: true });
+  ensurePrivateDir(dataDir);
   try {
     writeFileSync(file, `${make()}\n`, { mode: 0o600, flag: 'wx' });
   } catch (err) {

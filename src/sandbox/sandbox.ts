@@ -1,5 +1,4 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname } from 'node:path';
@@ -8,6 +7,7 @@ import { Agent, request } from 'undici';
 import type { SandboxTemplate } from '../config.js';
 import { fromProviderDigits, windowKey } from '../numbers/phone.js';
 import type { Clock } from '../shared/clock.js';
+import { ensurePrivateDir, ensurePrivateFile, SQLITE_COMPANIONS } from '../shared/private-files.js';
 
 /**
  * A stand-in for the messaging provider: a real HTTP server speaking the Cloud API wire format,
@@ -98,7 +98,8 @@ function memoryState(): SandboxState {
 
 /** State in a SQLite file: survives restarts, and several processes (WAL) share it. */
 function fileState(file: string): SandboxState {
-  mkdirSync(dirname(file), { recursive: true });
+  ensurePrivateDir(dirname(file));
+  ensurePrivateFile(file, SQLITE_COMPANIONS);
   const db = new SQLite(file);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');

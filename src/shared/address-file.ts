@@ -1,5 +1,6 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ensurePrivateDir } from './private-files.js';
 
 /**
  * Small files in the data folder through which a running `parley serve` tells the CLI where it
@@ -8,7 +9,7 @@ import { join } from 'node:path';
 const fileOf = (dataDir: string, name: string, region: string) => join(dataDir, `${name}-${region}.url`);
 
 export function writeAddress(dataDir: string, name: string, region: string, url: string): void {
-  mkdirSync(dataDir, { recursive: true });
+  ensurePrivateDir(dataDir);
   writeFileSync(fileOf(dataDir, name, region), `${url}\n`, { mode: 0o600 });
 }
 

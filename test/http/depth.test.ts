@@ -13,7 +13,7 @@ import { makeSendingTenant } from '../helpers/messaging.js';
 describe('JSON bodies nest at most MAX_BODY_DEPTH levels', () => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp('sqlite', { env: { PARLEY_LOG_LEVEL: 'silent' } });
+    t = await createTestApp('sqlite');
   });
   afterAll(async () => {
     await t.close();
