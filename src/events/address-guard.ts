@@ -1,46 +1,38 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 /**
- * Addresses an event endpoint may not reach unless the operator allows it: loopback, private,
- * link-local (cloud metadata), carrier-grade NAT, multicast and reserved ranges, so that a tenant
- * cannot make Parley call into the operator's own network.
+ * Addresses an event endpoint may reach: global unicast only, so that a tenant cannot make Parley
+ * call into the operator's own network (loopback, private, link-local cloud metadata, carrier-grade
+ * NAT, unique and site-local, documentation, benchmarking, multicast, reserved). IPv6 forms that
+ * carry an IPv4 address (mapped, translated, NAT64's 64:ff9b::/96, 6to4) are judged by that IPv4
+ * address; tunnels whose far end cannot be read (Teredo, NAT64's local-use 64:ff9b:1::/48) are
+ * refused. The ranges are ipaddr.js's table of special-purpose addresses (the IANA registries).
  */
-const blocked = new BlockList();
-for (const [net, prefix] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  blocked.addSubnet(net, prefix, 'ipv4');
-}
-for (const [net, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) {
-  blocked.addSubnet(net, prefix, 'ipv6');
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3') as [ipaddr.IPv6, number];
+const WELL_KNOWN_NAT64 = ipaddr.parseCIDR('64:ff9b::/96') as [ipaddr.IPv6, number];
+
+/** The IPv4 address an IPv6 address carries, where its form says where it sits. */
+function embeddedIPv4(ip: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const bytes = ip.toByteArray();
+  const range = ip.range();
+  if (range === 'ipv4Mapped' || range === 'rfc6145' || ip.match(WELL_KNOWN_NAT64)) {
+    return new ipaddr.IPv4(bytes.slice(12, 16));
+  }
+  if (range === '6to4') return new ipaddr.IPv4(bytes.slice(2, 6));
+  return undefined;
 }
 
-/** True when `address` (an IP literal) is one an endpoint may not reach. */
+/** True when `address` (an IP literal) is one an endpoint may not reach: anything but global unicast. */
 export function isPrivateAddress(address: string): boolean {
   const bare = address.replace(/^\[|\]$/g, '');
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(bare);
-  if (mapped?.[1]) return blocked.check(mapped[1], 'ipv4');
-  const family = isIP(bare);
-  if (family === 4) return blocked.check(bare, 'ipv4');
-  if (family === 6) return blocked.check(bare, 'ipv6');
-  return true;
+  // Only plain literals: no zone IDs, no shortened or octal IPv4 forms.
+  if (isIP(bare) === 0) return true;
+  const parsed = ipaddr.parse(bare);
+  const ip = parsed.kind() === 'ipv6' ? (embeddedIPv4(parsed as ipaddr.IPv6) ?? parsed) : parsed;
+  if (ip.range() !== 'unicast') return true;
+  return ip.kind() === 'ipv6' && !(ip as ipaddr.IPv6).match(GLOBAL_UNICAST_V6);
 }
 
 export class PrivateAddressError extends Error {
