@@ -45,6 +45,9 @@ export function webhookAppSecretOf(configured: string | undefined, dataDir: stri
   return configured ?? loadOrCreateSecretFile(dataDir, 'webhook-app-secret', () => randomBytes(24).toString('hex'));
 }
 
+/** GCM's full authentication tag: nothing shorter is accepted. */
+const TAG_BYTES = 16;
+
 export function createSecretBox(key: Buffer): SecretBox {
   return {
     seal(plain) {
@@ -58,8 +61,11 @@ export function createSecretBox(key: Buffer): SecretBox {
     open(sealed) {
       const [version, iv, tag, data] = sealed.split('.');
       if (version !== 'v1' || !iv || !tag || data === undefined) throw new Error('sealed secret has an unknown format');
-      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
-      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      const tagBytes = Buffer.from(tag, 'base64url');
+      // A truncated tag would be checked on its first bytes only (a forgery then costs 2^32 tries, not 2^128).
+      if (tagBytes.length !== TAG_BYTES) throw new Error('sealed secret has a truncated authentication tag');
+      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'), { authTagLength: TAG_BYTES });
+      decipher.setAuthTag(tagBytes);
       return Buffer.concat([decipher.update(Buffer.from(data, 'base64url')), decipher.final()]).toString('utf8');
     },
   };
