@@ -234,16 +234,25 @@ export function frameworkError(err: FastifyError, request: FastifyRequest, reply
   reply.code(appErr.status).send(envelope(familyOfUrl(request.url), appErr));
 }
 
-/** A whole HTTP/1.1 answer in the coded envelope, for the edges where no route or reply exists. */
-function rawAnswer(err: AppError, reason: string): string {
+/**
+ * A whole HTTP/1.1 answer in the coded envelope, for the edges where no route or reply exists. The
+ * answer to a HEAD request has the headers alone (its Content-Length says what a GET would carry):
+ * a body there would be read as the start of the next answer.
+ */
+function rawAnswer(err: AppError, reason: string, headOnly = false): string {
   const body = JSON.stringify(envelope('coded', err));
   const headers = Object.entries({ ...SECURITY_HEADERS, 'x-request-id': randomUUID() })
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('');
   return (
     `HTTP/1.1 ${err.status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\n` +
-    `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${headers}\r\n${body}`
+    `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${headers}\r\n${headOnly ? '' : body}`
   );
+}
+
+/** Whether the bytes the parser refused begin a HEAD request (when they hold its start). */
+function isHeadRequest(rawPacket: unknown): boolean {
+  return Buffer.isBuffer(rawPacket) && rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
 }
 
 interface SocketInternals {
@@ -262,7 +271,10 @@ interface SocketInternals {
  * - otherwise the error is answered in the coded envelope, with the security headers and an
  *   X-Request-Id.
  */
-export function clientError(err: NodeJS.ErrnoException & { bytesParsed?: number }, socket: Duplex): void {
+export function clientError(
+  err: NodeJS.ErrnoException & { bytesParsed?: number; rawPacket?: unknown },
+  socket: Duplex,
+): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const internals = socket as Duplex & SocketInternals;
   const [appErr, reason] = describeClientError(err);
@@ -301,7 +313,7 @@ export function clientError(err: NodeJS.ErrnoException & { bytesParsed?: number 
     socket.destroy();
     return;
   }
-  socket.end(rawAnswer(appErr, reason));
+  socket.end(rawAnswer(appErr, reason, isHeadRequest(err.rawPacket)));
 }
 
 function describeClientError(err: NodeJS.ErrnoException): [AppError, string] {

@@ -104,6 +104,19 @@ describe('one answer per request, in the envelope, at the edges of HTTP', () => 
     expectEnvelope(big[0] ?? { status: 0, headers: {}, body: '{}' }, 'HEADERS_TOO_LARGE');
   });
 
+  it('a HEAD request refused by the parser gets the status and headers, and no body', async () => {
+    for (const [request, status] of [
+      [`HEAD /api/health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+      ['HEAD /api/health HTTP/1.1\r\nHost: x\r\nBad Header: yes\r\n\r\n', 400],
+    ] as const) {
+      const { text, closed } = await exchange(port, request);
+      expect(text).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+      expect(text.endsWith('\r\n\r\n'), `${status}: nothing after the headers`).toBe(true);
+      expect(text).toMatch(/\r\ncontent-length: \d+\r\n/);
+      expect(closed).toBe(true);
+    }
+  });
+
   it('no Host header: 400 in the envelope; an unknown Expect: 417; CONNECT: 405', async () => {
     const bare = await exchange(port, 'GET /api/health HTTP/1.1\r\n\r\n');
     expect(bare.closed).toBe(true);
