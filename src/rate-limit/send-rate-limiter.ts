@@ -20,6 +20,12 @@ import { closeRedisQuietly } from '../shared/redis-close.js';
  * the process (limits then hold per process instead of across processes) and logs a warning,
  * rather than refusing every send because the limiter is down, or letting them all through; a
  * circuit breaker keeps a stalled Redis from costing every request a timeout.
+ *
+ * Continuity across an outage: each process remembers the last shared count it saw for each
+ * counter, so the in-memory fallback starts from there, not from zero; and when Redis answers
+ * again (perhaps restarted empty), a counter that this process kept counting meanwhile raises the
+ * shared one to what it counted before it is used again. A key thus gets its quota once per
+ * window through an outage, not once per store (docs/operations.md).
  */
 
 export const WINDOW_SECONDS = 60;
@@ -78,7 +84,14 @@ interface Counter {
   readonly quota: number;
   readonly memory: RateLimiterMemory;
   readonly redis: RateLimiterRedis | undefined;
+  /** With Redis: the last shared count seen per id, where the fallback starts from. */
+  readonly seen: Map<string, { count: number; resetAt: number }>;
+  /** Ids counted in memory while Redis was away, whose counts Redis must catch up with. */
+  readonly counted: Set<string>;
 }
+
+/** Past this many remembered ids, those whose window has ended are forgotten. */
+const SEEN_PRUNE_AT = 10_000;
 
 const WARN_EVERY_MS = 30_000;
 /** After a Redis failure, Redis is not asked again for this long. */
@@ -126,6 +139,8 @@ export async function createSendRateLimiter(options: SendRateLimiterOptions): Pr
           rejectIfRedisNotReady: true,
         })
       : undefined,
+    seen: new Map(),
+    counted: new Set(),
   });
   const perKey = counter('key', options.perKey);
   const perOrg = counter('org', options.perOrg);
@@ -170,14 +185,60 @@ export async function createSendRateLimiter(options: SendRateLimiterOptions): Pr
     };
     if (c.redis && redisUsable()) {
       try {
-        const taken = await attempt(c.redis);
+        let taken = await attempt(c.redis);
         redisWorked();
+        if (c.counted.has(id)) taken = await catchUp(c, c.redis, id, taken);
+        remember(c, id, taken.res);
         return taken;
       } catch (err) {
         redisFailed(err);
       }
     }
+    if (c.redis) await startFromShared(c, id);
     return attempt(c.memory);
+  }
+
+  function remember(c: Counter, id: string, res: RateLimiterRes): void {
+    const resetAt = Date.now() + res.msBeforeNext;
+    const last = c.seen.get(id);
+    if (last) {
+      last.count = res.consumedPoints;
+      last.resetAt = resetAt;
+      return;
+    }
+    if (c.seen.size >= SEEN_PRUNE_AT) {
+      const now = Date.now();
+      for (const [key, value] of c.seen) if (value.resetAt <= now) c.seen.delete(key);
+    }
+    c.seen.set(id, { count: res.consumedPoints, resetAt });
+  }
+
+  /** The first fallback count of an id in a window starts from the last shared count seen. */
+  async function startFromShared(c: Counter, id: string): Promise<void> {
+    if (c.counted.has(id)) return;
+    c.counted.add(id);
+    const last = c.seen.get(id);
+    const left = last ? last.resetAt - Date.now() : 0;
+    if (last && left > 0 && (await c.memory.get(id)) === null) {
+      await c.memory.set(id, last.count, Math.ceil(left / 1000));
+    }
+  }
+
+  /** Redis is back: it counts at least what this process counted while it was away. */
+  async function catchUp(
+    c: Counter,
+    redis: RateLimiterRedis,
+    id: string,
+    taken: { res: RateLimiterRes; refused: boolean },
+  ): Promise<{ res: RateLimiterRes; refused: boolean }> {
+    c.counted.delete(id);
+    const local = await c.memory.get(id);
+    await c.memory.delete(id);
+    // `taken` counted this request in Redis; the memory count did not include it.
+    const missing = (local?.consumedPoints ?? 0) + 1 - taken.res.consumedPoints;
+    if (!local || missing <= 0) return taken;
+    const res = await redis.penalty(id, missing);
+    return { res, refused: res.consumedPoints > c.quota };
   }
 
   async function refund(c: Counter, id: string): Promise<void> {

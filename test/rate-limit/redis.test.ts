@@ -80,3 +80,84 @@ describe.skipIf(!existsSync(REDIS_SERVER))('a stalled Redis', () => {
     expect(await shared()).toBe(before + 1);
   });
 });
+
+/**
+ * Redis killed, then started again empty: the key's quota holds across the whole outage. The
+ * fallback starts from the last shared count, and the restarted Redis catches up with what the
+ * fallback counted, so the key gets its quota once in the window, not once per store.
+ */
+describe.skipIf(!existsSync(REDIS_SERVER))('a Redis lost and restarted empty', () => {
+  let server: ChildProcess;
+  let port: number;
+  let limiter: SendRateLimiter;
+  let probe: Redis;
+  const prefix = `rlr_${randomBase62(8)}`;
+  const start = () =>
+    spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
+    });
+  const reachable = async () => {
+    try {
+      if (probe.status !== 'ready') await probe.connect();
+      return (await probe.ping()) === 'PONG';
+    } catch {
+      probe.disconnect();
+      return false;
+    }
+  };
+
+  beforeAll(async () => {
+    port = await freePort();
+    server = start();
+    probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0 });
+    probe.on('error', () => undefined);
+    await until(reachable, 'the test Redis');
+    limiter = await createSendRateLimiter({
+      perKey: 10,
+      perOrg: 10_000,
+      region: 'us',
+      logger: pino({ level: 'silent' }),
+      redisUrl: `redis://127.0.0.1:${port}`,
+      redisPrefix: prefix,
+      breakerMs: 200,
+    });
+    await limiter.ready();
+  });
+  afterAll(async () => {
+    await limiter?.close();
+    probe?.disconnect();
+    server.kill('SIGKILL');
+  });
+
+  it('allows the quota once across Redis, the fallback and Redis again', async () => {
+    let allowed = 0;
+    const take = async () => {
+      const ok = (await limiter.consume({ keyId: 'k1', orgId: 'o1' })).allowed;
+      if (ok) allowed++;
+      return ok;
+    };
+    for (let i = 0; i < 4; i++) await take();
+    expect(allowed).toBe(4);
+
+    server.kill('SIGKILL');
+    await until(
+      () => !limiter.sharedStoreHealthy() || take().then(() => !limiter.sharedStoreHealthy()),
+      'the fallback',
+    );
+    // Whatever the wait above counted, the fallback continues from the shared 4: 10 in all, then refusals.
+    for (let i = 0; i < 20; i++) await take();
+    expect(await take()).toBe(false);
+    expect(allowed).toBe(10);
+
+    server = start();
+    await until(reachable, 'Redis again');
+    await until(async () => {
+      await take();
+      return limiter.sharedStoreHealthy();
+    }, 'the limiter to use Redis again');
+    // The empty Redis caught up with the fallback's count: still refused, and counted there.
+    expect(await take()).toBe(false);
+    expect(allowed).toBe(10);
+    expect(Number(await probe.get(`${prefix}:us:rl:key:k1`))).toBeGreaterThan(10);
+  });
+});
