@@ -60,6 +60,19 @@ class ImmediateSqliteDriver extends SqliteDriver {
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
+
+  /**
+   * After a full disk or an I/O error SQLite has already rolled the transaction back itself; the
+   * ROLLBACK that follows would fail ("no transaction is active") and hide the real error.
+   */
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    try {
+      await connection.executeQuery(CompiledQuery.raw('rollback'));
+    } catch (err) {
+      if (err instanceof Error && /no transaction is active/.test(err.message)) return;
+      throw err;
+    }
+  }
 }
 
 /**

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { databaseUnavailable, isDatabaseUnavailable } from '../db/db-errors.js';
+import { isStorageFailure, storageFailed, storageUnavailable } from '../db/storage-health.js';
 import { clip } from '../shared/clip.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { SECURITY_HEADERS } from './security-headers.js';
@@ -161,6 +162,10 @@ export function toAppError(err: FastifyError | AppError | Error, bodyLimit: numb
     default:
       break;
   }
+  if (isStorageFailure(err)) {
+    storageFailed(err);
+    return storageUnavailable();
+  }
   if (isDatabaseUnavailable(err)) return databaseUnavailable();
   if (err instanceof SyntaxError || (fe.statusCode === 400 && /json/i.test(fe.message))) {
     return new AppError('INVALID_BODY', 'The request body is not valid JSON.');
@@ -191,7 +196,12 @@ export function installErrorHandlers(
       if (e.code === 'INTERNAL') {
         request.log.error({ err }, 'request failed');
       } else if (e.status >= 500) {
-        request.log.warn({ code: e.code, reason: e.message }, 'upstream failure');
+        // The cause the database or file system gave (SQLITE_FULL, 53100, ...), not only the answer's.
+        const cause = err instanceof AppError ? undefined : `${(err as { code?: unknown }).code ?? ''} ${err.message}`;
+        request.log.warn(
+          { code: e.code, reason: e.message, ...(cause ? { cause: cause.trim() } : {}) },
+          'upstream failure',
+        );
       }
       if (e.headers) reply.headers(e.headers);
       reply.code(e.status).send(envelope(familyOf(request), e));

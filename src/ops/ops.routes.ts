@@ -4,6 +4,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
+import { probeStorage, storageFailure } from '../db/storage-health.js';
 import { errorResponses } from '../http/errors.js';
 import { AppError } from '../shared/errors.js';
 import type { Metrics } from './metrics.js';
@@ -69,7 +70,11 @@ export const opsRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (
       },
     },
     async (_request, reply) => {
-      const ready = (await databaseAnswers(ctx)) && ctx.sendRateLimiter.sharedStoreHealthy();
+      const ready =
+        (await databaseAnswers(ctx)) &&
+        // After a storage failure (a full disk), not ready until a write succeeds again.
+        (storageFailure() === undefined || (await probeStorage(ctx.db, ctx.database.dialect))) &&
+        ctx.sendRateLimiter.sharedStoreHealthy();
       reply.header('cache-control', 'no-store');
       if (ready) return { status: 'ready' as const };
       reply.header('retry-after', '5');
