@@ -5,8 +5,7 @@ import { joinInbound } from '../conversations/inbound.js';
 import { raiseMessageStatuses, raiseStatusesOfMessages } from '../conversations/status-events.js';
 import { isPostgres, precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
-import { findEndUserById } from '../end-users/end-user.repository.js';
-import { recordInboundEndUser } from '../end-users/end-user.service.js';
+import { findEndUserById, recordInboundEndUser } from '../end-users/index.js';
 import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
 import type { JobInfo, JobRunner } from '../jobs/job-runner.js';
 import { endUserPhoneOf, fromProviderDigits, windowKey } from '../numbers/phone.js';
@@ -28,7 +27,7 @@ import {
   type StatusEvent,
   type StatusTargetOfAgent,
   storePendingStatus,
-} from './message.repository.js';
+} from './index.js';
 import type { WebhookInboxState } from './messaging.tables.js';
 
 /** Checks `X-Hub-Signature-256` against the raw bytes, in constant time. */

@@ -10,7 +10,7 @@ import {
   type ProviderStatus,
   STATUS_RANK,
   type StatusEvent,
-} from '../../src/messaging/message.repository.js';
+} from '../../src/messaging/index.js';
 import { createTestApp, DIALECTS, PG_URL, type TestApp } from '../helpers/app.js';
 import { makeSendingTenant, templateMessageRow } from '../helpers/messaging.js';
 import { until } from '../helpers/wait.js';
