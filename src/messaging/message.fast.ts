@@ -62,28 +62,6 @@ export async function isWindowOpen(db: Kysely<DB>, numberId: string, userKey: st
   return row !== undefined && now - Number(row.last_inbound_at) <= WINDOW_MS;
 }
 
-/**
- * A message of an organization (by our ID or the provider's) with its status history, and the key
- * epoch, in one statement: always one row, the epoch's. The history is the row's own
- * `status_history` (parsed jsonb on PostgreSQL, text on SQLite).
- */
-const messageQuery = (column: 'id' | 'provider_message_id') =>
-  precompiled((db) =>
-    db
-      .selectFrom('key_epoch')
-      .leftJoin('messages', (join) =>
-        (column === 'id'
-          ? join.on('messages.id', '=', slot<string>(0))
-          : join.on('messages.provider_message_id', '=', slot<string>(0))
-        ).on('messages.org_id', '=', slot<string>(1)),
-      )
-      .select(MESSAGE_READ_COLUMNS.map((c) => `messages.${c}` as const))
-      .select(['key_epoch.epoch as key_epoch', 'messages.status_history as statuses'])
-      .where('key_epoch.id', '=', 1),
-  );
-const messageById = messageQuery('id');
-const messageByProviderMessageId = messageQuery('provider_message_id');
-
 type FoundMessage = { message: MessageRead; statuses: StatusRow[] };
 
 const plainMessageQuery = (column: 'id' | 'provider_message_id') =>
@@ -115,7 +93,31 @@ export async function findMessage(
   return { message, statuses: historyOf(statuses) };
 }
 
-/** The key-epoch read of `GET /api/messages/<id>` (a request whose cached key awaits the epoch). */
+// The key-epoch read of `GET /api/messages/<id>`, for a request whose cached key awaits the
+// epoch (see confirmKeyEpoch): the message and the epoch in one snapshot.
+
+/**
+ * A message of an organization (by our ID or the provider's) with its status history, and the key
+ * epoch, in one statement: always one row, the epoch's. The history is the row's own
+ * `status_history` (parsed jsonb on PostgreSQL, text on SQLite).
+ */
+const messageQuery = (column: 'id' | 'provider_message_id') =>
+  precompiled((db) =>
+    db
+      .selectFrom('key_epoch')
+      .leftJoin('messages', (join) =>
+        (column === 'id'
+          ? join.on('messages.id', '=', slot<string>(0))
+          : join.on('messages.provider_message_id', '=', slot<string>(0))
+        ).on('messages.org_id', '=', slot<string>(1)),
+      )
+      .select(MESSAGE_READ_COLUMNS.map((c) => `messages.${c}` as const))
+      .select(['key_epoch.epoch as key_epoch', 'messages.status_history as statuses'])
+      .where('key_epoch.id', '=', 1),
+  );
+const messageById = messageQuery('id');
+const messageByProviderMessageId = messageQuery('provider_message_id');
+
 type MessageWithKeyEpoch = { found: FoundMessage | undefined; epoch: number };
 
 function splitMessageRow(row: Record<string, unknown> | undefined): MessageWithKeyEpoch {
