@@ -50,10 +50,9 @@ import { ConversationSchema } from '../src/conversations/conversation.schemas.js
 import { toConversation } from '../src/conversations/conversation.service.js';
 import { findConversationWithKeyEpoch } from '../src/conversations/index.js';
 import { openDatabase } from '../src/db/database.js';
-import { findEndUserByIdWithKeyEpoch } from '../src/end-users/end-user.fast.js';
-import { toEndUser } from '../src/end-users/end-user.repository.js';
 import { EndUserSchema } from '../src/end-users/end-user.schemas.js';
 import type { EndUserTable } from '../src/end-users/end-user.table.js';
+import { findEndUserByIdWithKeyEpoch, toEndUser } from '../src/end-users/index.js';
 import { SECURITY_HEADERS } from '../src/http/security-headers.js';
 import { findMessageWithKeyEpoch } from '../src/messaging/index.js';
 import { MessageResponse, toMessageResponse } from '../src/messaging/message.service.js';
