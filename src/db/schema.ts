@@ -15,8 +15,8 @@ import type {
   MessagingNumberTable,
   MessagingWindowTable,
   PendingStatusTable,
-  WebhookInboxTable,
 } from '../messaging/messaging.tables.js';
+import type { UnroutedWebhookTable } from '../messaging/webhook.tables.js';
 
 /** Tables as the database stores them: snake_case columns, times in ms since epoch. */
 export interface OrganizationTable {
@@ -89,7 +89,7 @@ export interface DB {
   end_users: EndUserTable;
   end_user_tags: EndUserTagTable;
   idempotency_keys: IdempotencyKeyTable;
-  webhook_inbox: WebhookInboxTable;
+  webhook_unrouted: UnroutedWebhookTable;
   jobs: JobTable;
   job_dead_letters: JobDeadLetterTable;
   triggers: TriggerTable;

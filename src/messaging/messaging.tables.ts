@@ -1,4 +1,4 @@
-import type { ColumnType, Generated } from 'kysely';
+import type { ColumnType } from 'kysely';
 
 /** Tables of the messaging feature (migrations 0003-messaging, 0005-webhook-inbox, 0006-webhook-dead-letters). */
 export interface MessagingNumberTable {
@@ -93,25 +93,4 @@ export interface MessagingWindowTable {
   /** `windowKey()` of the user's phone (E.164, Brazil's and Mexico's two spellings folded into one). */
   user_phone: string;
   last_inbound_at: number;
-}
-
-export type WebhookInboxState = 'live' | 'failed' | 'unrouted';
-
-/**
- * A provider webhook body acknowledged but not applied: `live` while it is queued (or until the
- * next start, after a crash); `failed` or `unrouted` once it is out of the queue, kept for an
- * operator to replay.
- */
-export interface WebhookInboxTable {
-  id: string;
-  /** The raw body, as signed. */
-  body: string;
-  received_at: number;
-  state: Generated<WebhookInboxState>;
-  /** Attempts made so far (0 while live and never failed). */
-  attempts: Generated<number>;
-  last_error: string | null;
-  failed_at: number | null;
-  /** `,id1,id2,`: the unknown phone number IDs of an unrouted body. */
-  phone_number_ids: string | null;
 }
