@@ -15,8 +15,8 @@ import type {
   MessagingNumberTable,
   MessagingWindowTable,
   PendingStatusTable,
+  UnroutedWebhookTable,
 } from '../messaging/messaging.tables.js';
-import type { UnroutedWebhookTable } from '../messaging/webhook.tables.js';
 
 /** Tables as the database stores them: snake_case columns, times in ms since epoch. */
 export interface OrganizationTable {

@@ -1,6 +1,6 @@
 import type { ColumnType } from 'kysely';
 
-/** Tables of the messaging feature (migrations 0003-messaging, 0005-webhook-inbox, 0006-webhook-dead-letters). */
+/** Tables of the messaging feature (migrations 0003-messaging, 0006-webhook-dead-letters, 0016-one-dead-letter-store). */
 export interface MessagingNumberTable {
   id: string;
   org_id: string;
@@ -93,4 +93,24 @@ export interface MessagingWindowTable {
   /** `windowKey()` of the user's phone (E.164, Brazil's and Mexico's two spellings folded into one). */
   user_phone: string;
   last_inbound_at: number;
+}
+
+/**
+ * A provider webhook body holding an inbound message for a phone number ID no number has, kept
+ * until the number is added (`parley number add` replays it) or an operator replays it. A body
+ * whose work kept failing is a dead letter of the job runner (`job_dead_letters`, queue
+ * `provider-webhook`), not a row here.
+ */
+export interface UnroutedWebhookTable {
+  id: string;
+  /** The raw body, as signed. */
+  body: string;
+  received_at: number;
+  /** Attempts made so far. */
+  attempts: number;
+  last_error: string;
+  /** When it was last kept (its last attempt). */
+  kept_at: number;
+  /** `,id1,id2,`: the unknown phone number IDs (none listed when the webhook named none). */
+  phone_number_ids: string;
 }
