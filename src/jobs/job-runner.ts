@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
-import { type DeadJob, insertDeadJob, listDeadJobs, takeDeadJobs } from './dead-letters.js';
+import { type DeadJob, insertDeadJob, listDeadJobs, takeDeadJobs } from './dead-letter.repository.js';
 
 /**
  * One job runner for everything Parley does after answering a request. A job belongs to a named
