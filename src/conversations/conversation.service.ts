@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
+import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
-import { isUniqueViolation } from '../end-users/end-user.repository.js';
 import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import { clip } from '../shared/clip.js';

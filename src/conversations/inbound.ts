@@ -1,4 +1,4 @@
-import { isRetryableWrite, isUniqueViolation } from '../end-users/end-user.repository.js';
+import { isRetryableWrite, isUniqueViolation } from '../db/db-errors.js';
 import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
 import { emitConversationStarted, emitMessageReceived, type StartedEndUser } from './conversation.events.js';
 import {

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { inTransaction, recordAudit } from '../audit/audit.service.js';
+import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
-import { isUniqueViolation } from '../end-users/end-user.repository.js';
 import { getOrganization } from '../orgs/org.service.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';

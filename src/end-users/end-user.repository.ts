@@ -1,5 +1,6 @@
 import { type ExpressionBuilder, type Kysely, sql, type Transaction } from 'kysely';
 import { byIdWithKeyEpoch } from '../db/by-id-with-key-epoch.js';
+import { isRetryableWrite, isUniqueViolation } from '../db/db-errors.js';
 import { isPostgres, precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { EndUser } from './end-user.model.js';
@@ -8,24 +9,11 @@ import { prefixEnd } from './normalize.js';
 
 type Db = Kysely<DB> | Transaction<DB>;
 
-/** Duplicate key: SQLite SQLITE_CONSTRAINT_UNIQUE / _PRIMARYKEY, PostgreSQL 23505. */
-export function isUniqueViolation(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null || !('code' in err)) return false;
-  const code = (err as { code: unknown }).code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
-
 const codeOf = (err: unknown): string | undefined => {
   if (typeof err !== 'object' || err === null || !('code' in err)) return undefined;
   const code = (err as { code: unknown }).code;
   return typeof code === 'string' ? code : undefined;
 };
-
-/** PostgreSQL gave up on the transaction so that another could go on: a deadlock or a serialization failure. */
-export function isRetryableWrite(err: unknown): boolean {
-  const code = codeOf(err);
-  return code === '40P01' || code === '40001';
-}
 
 /**
  * The database refused the row itself, for a reason other than a duplicate: a check, foreign key,

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { isRetryableWrite, isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { decodeCursor, encodeCursor } from '../shared/cursor.js';
@@ -25,8 +26,6 @@ import {
   insertEndUsersSkippingConflicts,
   insertTags,
   isRefusedWrite,
-  isRetryableWrite,
-  isUniqueViolation,
   type ListFilter,
   listEndUserRows,
   replaceTags,

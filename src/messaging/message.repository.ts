@@ -1,4 +1,5 @@
 import { type Kysely, type Selectable, sql } from 'kysely';
+import { isUniqueViolation } from '../db/db-errors.js';
 import { batchedOnPostgres, batchedReads, isPostgres, precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { MessageStatusTable, MessageTable } from './messaging.tables.js';
@@ -204,12 +205,6 @@ export async function adoptProviderMessageId(
     if (isUniqueViolation(err)) return false;
     throw err;
   }
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const code = (err as { code?: unknown }).code;
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
 }
 
 const insertStatusQuery = precompiled((db) =>

@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { type Agent, createAgent } from '../agents/agent.service.js';
+import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
 import type { MessagingNumberTable } from '../messaging/messaging.tables.js';
 import { getOrganization } from '../orgs/org.service.js';
@@ -37,13 +38,6 @@ export const toMessagingNumber = (row: MessagingNumberTable): MessagingNumber =>
 /** Sandbox numbers get a made-up numeric provider ID, as real ones are numeric too. */
 const sandboxPhoneNumberId = () =>
   `1${String(randomInt(0, 1e9)).padStart(9, '0')}${String(randomInt(0, 1e5)).padStart(5, '0')}`;
-
-/** True when an INSERT hit a unique constraint (SQLite or PostgreSQL). */
-function isUniqueViolation(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const code = (err as { code?: unknown }).code;
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
-}
 
 export interface AddNumberInput {
   orgId: string;
