@@ -5,6 +5,7 @@ import type { Clock } from '../shared/clock.js';
 import { decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { AppError } from '../shared/errors.js';
 import { newId, randomBase62 } from '../shared/ids.js';
+import { nationalPhonePrefix, normalizePhone } from '../shared/phone.js';
 import {
   type ChannelIdentifiers,
   type ConsentMap,
@@ -45,7 +46,7 @@ import type {
 } from './end-user.schemas.js';
 import { MAX_NAME, MAX_TAG, validateBatchItem } from './end-user.schemas.js';
 import type { EndUserTable } from './end-user.table.js';
-import { nationalPhonePrefix, normalizeEmail, normalizePhone, searchKey } from './normalize.js';
+import { normalizeEmail, searchKey } from './normalize.js';
 
 const invalid = (field: string, message: string) => new AppError('INVALID_BODY', message, { details: { field } });
 

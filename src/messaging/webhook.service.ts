@@ -9,9 +9,9 @@ import { findEndUserById } from '../end-users/end-user.repository.js';
 import { recordInboundEndUser } from '../end-users/end-user.service.js';
 import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
 import type { JobInfo, JobRunner } from '../jobs/job-runner.js';
-import { endUserPhoneOf, fromProviderDigits, windowKey } from '../numbers/phone.js';
 import type { Clock } from '../shared/clock.js';
 import { isAppError } from '../shared/errors.js';
+import { endUserPhoneOf, fromProviderDigits, windowKey } from '../shared/phone.js';
 import {
   adoptProviderMessageId,
   applyPendingStatuses,

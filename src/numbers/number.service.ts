@@ -9,7 +9,7 @@ import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { toE164 } from './phone.js';
+import { toE164 } from '../shared/phone.js';
 import type { SecretBox } from './secret-box.js';
 
 export { toE164 };

@@ -3,9 +3,9 @@ import type { Kysely } from 'kysely';
 import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/auth.js';
 import type { AppContext } from '../context.js';
 import type { DB } from '../db/schema.js';
-import { parseInternationalPhone } from '../numbers/phone.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
+import { parseInternationalPhone } from '../shared/phone.js';
 import type { Sandbox } from './sandbox.js';
 
 /** How long the helper waits for Parley to apply the webhook the sandbox delivered. */

@@ -6,8 +6,8 @@ import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Agent, request } from 'undici';
 import type { SandboxTemplate } from '../config.js';
-import { fromProviderDigits, windowKey } from '../numbers/phone.js';
 import type { Clock } from '../shared/clock.js';
+import { fromProviderDigits, windowKey } from '../shared/phone.js';
 
 /**
  * A stand-in for the messaging provider: a real HTTP server speaking the Cloud API wire format,
