@@ -7,6 +7,7 @@ import {
   assignNumber,
   createAgentWithNumber as createAgentWithNumberIn,
   findNumberByPhone,
+  isPhoneRegistered,
   listNumbers,
   type MessagingNumber,
 } from '../../numbers/number.service.js';
@@ -76,14 +77,7 @@ const demoNumbers: DemoStep = async (admin, demo) => {
     let number: MessagingNumber | undefined;
     for (let attempt = 0; attempt < 5 && !number; attempt++) {
       const phone = `+1650${2 + Math.floor(Math.random() * 8)}${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
-      if (
-        await admin.database.db
-          .selectFrom('messaging_numbers')
-          .select('id')
-          .where('phone', '=', phone)
-          .executeTakeFirst()
-      )
-        continue;
+      if (await isPhoneRegistered(admin.database.db, phone)) continue;
       number = await assignAgentNumber(admin, demo.orgId, agent.id, phone);
     }
     if (number) demo.notes.push(`  agent ${agent.name} sends from sandbox number ${number.phone}`);
