@@ -13,8 +13,8 @@ import {
 } from '../campaigns/campaign.service.js';
 import type { AppContext } from '../context.js';
 import { listEndUsers } from '../end-users/end-user.service.js';
+import { PERMISSION_LABELS } from '../keys/index.js';
 import { type ApiKey, createKey, listKeys, revokeKey } from '../keys/key.service.js';
-import { PERMISSION_LABELS } from '../keys/permissions.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import type { PageKit } from './agent.pages.js';
 import type { Session } from './session.service.js';

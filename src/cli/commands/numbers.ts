@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import type { Agent } from '../../agents/agent.service.js';
 import { createLogger } from '../../context.js';
 import { WebhookProcessor } from '../../messaging/webhook.service.js';
+import { createSecretBox, secretKeyOf } from '../../numbers/index.js';
 import {
   addNumber,
   assignNumber,
@@ -11,7 +12,6 @@ import {
   listNumbers,
   type MessagingNumber,
 } from '../../numbers/number.service.js';
-import { createSecretBox, secretKeyOf } from '../../numbers/secret-box.js';
 import type { AdminContext, DbFlags } from '../admin.js';
 import { withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
