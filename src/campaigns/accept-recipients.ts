@@ -3,11 +3,11 @@ import { assertCampaignKey, type Principal } from '../auth/auth.js';
 import { MAX_BODY_PARAMETERS, MAX_HEADER_PARAMETERS } from '../channels/channel.schemas.js';
 import { checkParameters } from '../channels/channel.service.js';
 import type { AppContext } from '../context.js';
-import { parseInternationalPhone } from '../numbers/phone.js';
 import { clip } from '../shared/clip.js';
 import { decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import { parseInternationalPhone } from '../shared/phone.js';
 import { CAMPAIGN_DISPATCH_QUEUE, type CampaignDispatchJob } from './campaign.queues.js';
 import {
   claimDedupeKeys,

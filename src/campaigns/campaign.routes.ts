@@ -4,8 +4,8 @@ import { assertCampaignKey } from '../auth/auth.js';
 import type { AppContext } from '../context.js';
 import { BEARER, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
-import { IDEMPOTENCY_RESPONSE_HEADERS, IdempotencyHeaders, idempotency } from '../idempotency/idempotency.hook.js';
-import { RATE_LIMIT_HEADERS, rateLimit, rateLimitedResponse, withHeaders } from '../rate-limit/rate-limit.hook.js';
+import { IDEMPOTENCY_RESPONSE_HEADERS, IdempotencyHeaders, idempotency } from '../idempotency/index.js';
+import { RATE_LIMIT_HEADERS, rateLimit, rateLimitedResponse, withHeaders } from '../rate-limit/index.js';
 import { acceptRecipients, listCampaignDeliveries } from './accept-recipients.js';
 import {
   CampaignParams,

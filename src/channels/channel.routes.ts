@@ -2,8 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
 import { BEARER, keyEpochConfirmer, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
-import { IDEMPOTENCY_RESPONSE_HEADERS, IdempotencyHeaders, idempotency } from '../idempotency/idempotency.hook.js';
-import { RATE_LIMIT_HEADERS, rateLimit, rateLimitedResponse, withHeaders } from '../rate-limit/rate-limit.hook.js';
+import { IDEMPOTENCY_RESPONSE_HEADERS, IdempotencyHeaders, idempotency } from '../idempotency/index.js';
+import { RATE_LIMIT_HEADERS, rateLimit, rateLimitedResponse, withHeaders } from '../rate-limit/index.js';
 import { ChannelSendBody, ChannelSendResponse } from './channel.schemas.js';
 import { SendOutcomeUnknown, sendChannelMessage } from './channel.service.js';
 

@@ -1,9 +1,9 @@
 import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/auth.js';
 import type { AppContext } from '../context.js';
 import type { ProviderSend } from '../messaging/provider.js';
-import { parseInternationalPhone } from '../numbers/phone.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
+import { parseInternationalPhone } from '../shared/phone.js';
 import {
   CHANNEL,
   type ChannelSendBody,

@@ -28,11 +28,11 @@ import {
 } from '../messaging/index.js';
 import type { MessageTable } from '../messaging/messaging.tables.js';
 import type { ProviderResult, ProviderSend } from '../messaging/provider.js';
-import { endUserPhoneOf, windowKey } from '../numbers/phone.js';
 import type { AfterAnswer } from '../shared/after-answer.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import { endUserPhoneOf, windowKey } from '../shared/phone.js';
 
 /**
  * A 502 after which the provider may have accepted the message (it did not answer in time, the

@@ -1,9 +1,10 @@
 import { AppError } from '../shared/errors.js';
+import { normalizePhone } from '../shared/phone.js';
 import type { ChannelIdentifiers, ConsentMap, Origin } from './end-user.model.js';
 import type { EndUserBatchItem } from './end-user.schemas.js';
 import { MAX_NAME, MAX_TAG } from './end-user.schemas.js';
 import type { EndUserTable } from './end-user.table.js';
-import { normalizeEmail, normalizePhone, searchKey } from './normalize.js';
+import { normalizeEmail, searchKey } from './normalize.js';
 
 /** An end user's fields as given, checked and normalized into the row stored; and what a refused write says. */
 

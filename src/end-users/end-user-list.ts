@@ -2,12 +2,13 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { AppError } from '../shared/errors.js';
+import { nationalPhonePrefix, normalizePhone } from '../shared/phone.js';
 import { type EndUser, isOrigin, ORIGINS } from './end-user.model.js';
 import { findOrgCountry, type ListFilter, listEndUserRows, toEndUser } from './end-user.repository.js';
 import type { EndUserListQuery } from './end-user.schemas.js';
 import { MAX_TAG } from './end-user.schemas.js';
 import { invalid, lengthOf, VISIBLE } from './end-user-input.js';
-import { nationalPhonePrefix, normalizeEmail, normalizePhone, searchKey } from './normalize.js';
+import { normalizeEmail, searchKey } from './normalize.js';
 
 /** Listing end users: the filters, the search and the cursor. */
 

@@ -3,6 +3,7 @@ import type { DB } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import { normalizePhone } from '../shared/phone.js';
 import type { ChannelIdentifiers } from './end-user.model.js';
 import {
   findByPhone,
@@ -14,7 +15,7 @@ import {
 import { MAX_NAME } from './end-user.schemas.js';
 import type { EndUserTable } from './end-user.table.js';
 import { invalid, VISIBLE } from './end-user-input.js';
-import { normalizePhone, searchKey } from './normalize.js';
+import { searchKey } from './normalize.js';
 
 /** Messaging's inbound hook: the end user a message comes from, found or recorded. */
 

@@ -1,4 +1,4 @@
-import { fromProviderDigits } from '../numbers/phone.js';
+import { fromProviderDigits } from '../shared/phone.js';
 import { PROVIDER_STATUSES, type ProviderStatus, type StatusEvent } from './message.model.js';
 
 type Json = Record<string, unknown>;

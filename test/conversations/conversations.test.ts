@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEndpoint } from '../../src/events/endpoint.service.js';
 import { EVENT_DELIVERY_QUEUE } from '../../src/events/event.service.js';
 import { assignNumber } from '../../src/numbers/number.service.js';
-import { MAGIC_NUMBERS } from '../../src/sandbox/sandbox.js';
+import { MAGIC_NUMBERS } from '../../src/sandbox/index.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { DIALECTS } from '../helpers/app.js';
 import { runCli } from '../helpers/cli.js';

@@ -10,7 +10,7 @@ import { dropPostgresSchema } from '../../src/db/database.js';
 import { createEndpoint } from '../../src/events/endpoint.service.js';
 import { buildApp } from '../../src/http/app.js';
 import { PROVIDER_WEBHOOK_QUEUE } from '../../src/messaging/webhook.service.js';
-import { signBody } from '../../src/sandbox/sandbox.js';
+import { signBody } from '../../src/sandbox/index.js';
 import { ManualClock } from '../../src/shared/clock.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { DIALECTS, PG_SECRETS, PG_URL, type TestApp } from '../helpers/app.js';
