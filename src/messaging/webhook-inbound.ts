@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { joinInbound } from '../conversations/inbound.js';
+import { joinInbound } from '../conversations/index.js';
 import type { DB } from '../db/schema.js';
 import { getEndUser, recordInboundEndUser } from '../end-users/end-user.service.js';
 import type { JobRunner } from '../jobs/job-runner.js';

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { raiseMessageStatuses, raiseStatusesOfMessages } from '../conversations/status-events.js';
+import { raiseMessageStatuses, raiseStatusesOfMessages } from '../conversations/index.js';
 import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import type { Clock } from '../shared/clock.js';
