@@ -15,6 +15,7 @@ describe.each(DIALECTS)('parley campaign (%s)', (dialect) => {
     await t?.close();
   });
 
+  // Nine CLI processes: the bound the other many-process CLI tests have, for a busy machine.
   it('creates, lists, shows, pauses and resumes a campaign', async () => {
     const org = await makeOrg(t.ctx);
     const agent = await makeAgent(t.ctx, org.id);
@@ -88,7 +89,7 @@ describe.each(DIALECTS)('parley campaign (%s)', (dialect) => {
     });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ id, status: 'active' });
-  });
+  }, 120_000);
 
   it('removes a campaign: its keys are refused at once, its queued deliveries never go out, the audit log says so', async () => {
     // Jobs are not worked here, so the accepted recipients stay queued until the removal.
