@@ -262,7 +262,6 @@ export async function replayDelivery(
       .execute();
     await jobs.enqueue<EventDeliveryJob>(EVENT_DELIVERY_QUEUE, { deliveryId }, { db: trx });
   });
-  jobs.wake(EVENT_DELIVERY_QUEUE);
   return toDelivery({ ...row, status: 'pending' });
 }
 

@@ -157,6 +157,5 @@ export async function emitEvents(
     return made;
   };
   const made = deps.db.isTransaction ? await run(deps.db) : await deps.db.transaction().execute(run);
-  if (made.length > 0 && !deps.db.isTransaction) deps.jobs.wake(EVENT_DELIVERY_QUEUE);
   return made;
 }
