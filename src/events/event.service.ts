@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Insertable, Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
+import { EVENT_DELIVERY_QUEUE } from '../jobs/queues.js';
 import type { Clock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import type { EventDeliveryTable } from './event.tables.js';
@@ -17,8 +18,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 export const isEventType = (value: string): value is EventType => (EVENT_TYPES as readonly string[]).includes(value);
 
-/** The job queue of event deliveries. */
-export const EVENT_DELIVERY_QUEUE = 'event-delivery';
+export { EVENT_DELIVERY_QUEUE };
 
 /** What a delivery job carries. */
 export interface EventDeliveryJob {
