@@ -281,7 +281,7 @@ export const SETTINGS: readonly Setting[] = [
     names: ['PARLEY_CONVERSATION_SWEEP_MS'],
     section: 'conversations',
     default: '`60000`',
-    description: 'how often each node closes idle conversations (at least 100)',
+    description: 'how often idle conversations are closed, by one node of the region each time (at least 100)',
   },
   {
     names: ['PARLEY_CAMPAIGN_RATE_LIMIT'],

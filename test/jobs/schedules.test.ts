@@ -1,7 +1,9 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/context.js';
 import type { JobRunner } from '../../src/jobs/job-runner.js';
 import { createJobRunner } from '../../src/jobs/jobs.js';
+import { CONVERSATION_IDLE_SWEEP_QUEUE } from '../../src/jobs/queues.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { createTestApp, DIALECTS, type TestApp } from '../helpers/app.js';
 import { until } from '../helpers/wait.js';
@@ -75,6 +77,36 @@ describe.each(DIALECTS)('scheduled jobs (%s)', (dialect) => {
     'runs once per interval with two nodes working jobs, not once per node',
     async () => {
       await runOn(['a', 'b'], 8);
+    },
+  );
+
+  it.runIf(dialect === 'postgres')(
+    'the idle sweep runs once per PARLEY_CONVERSATION_SWEEP_MS with two nodes on one database',
+    async () => {
+      const env = { PARLEY_CONVERSATION_SWEEP_MS: '200' };
+      const from = Math.floor(Date.now() / 200);
+      const a = await createTestApp(dialect, { env });
+      try {
+        const b = await createTestApp(dialect, { env, shareWith: a, ownDataDir: true });
+        try {
+          // The sweeps run, as pg-boss keeps them: one job per interval, whichever node ran it.
+          const sweeps = async () =>
+            (
+              await sql<{ interval: string }>`
+                select data->'p'->>'interval' as interval from job
+                 where name = ${CONVERSATION_IDLE_SWEEP_QUEUE} and state = 'completed'`.execute(a.ctx.db)
+            ).rows.map((r) => Number(r.interval));
+          await until(async () => (await sweeps()).length >= 8, 'eight sweeps', 20_000);
+          const to = Math.floor(Date.now() / 200);
+          const intervals = await sweeps();
+          expect(new Set(intervals).size).toBe(intervals.length);
+          expect(intervals.length).toBeLessThanOrEqual(to - from);
+        } finally {
+          await b.close();
+        }
+      } finally {
+        await a.close();
+      }
     },
   );
 
