@@ -42,7 +42,10 @@ export class Schedules {
           (stored) => {
             if (stored) this.wake(name);
           },
-          (err: unknown) => this.logger.warn({ err, queue: name }, 'could not schedule a job; the next interval will'),
+          (err: unknown) => {
+            if (!this.stopped)
+              this.logger.warn({ err, queue: name }, 'could not schedule a job; the next interval will');
+          },
         );
       },
       Math.max(0, interval * everyMs - Date.now()),
