@@ -34,10 +34,10 @@ import type { AddressInfo } from 'node:net';
 import { keyHashOf } from '../src/auth/auth.js';
 import { messageRow, recordAcceptance } from '../src/channels/send-from-agent.js';
 import { loadConfig } from '../src/config.js';
-import { findRecipientStoringMessage } from '../src/conversations/conversation.repository.js';
+import { findRecipientStoringMessage } from '../src/conversations/index.js';
 import { openDatabase, sql } from '../src/db/database.js';
 import { SECURITY_HEADERS } from '../src/http/security-headers.js';
-import { applyPendingStatuses } from '../src/messaging/message.repository.js';
+import { applyPendingStatuses } from '../src/messaging/index.js';
 import { createCloudProvider } from '../src/messaging/provider.js';
 import { newId } from '../src/shared/ids.js';
 

@@ -2,13 +2,13 @@ import { sql } from 'kysely';
 import { keyCacheOf } from '../auth/key-cache.js';
 import type { AppContext } from '../context.js';
 import { emitConversationStarted } from '../conversations/conversation.events.js';
+import { type ConversationDeps, openConversation } from '../conversations/conversation.service.js';
 import {
   deleteUnstartedConversation,
   findRecipient,
   findRecipientStoringMessage,
   touchConversation,
-} from '../conversations/conversation.repository.js';
-import { type ConversationDeps, openConversation } from '../conversations/conversation.service.js';
+} from '../conversations/index.js';
 import { raiseMessageStatuses } from '../conversations/status-events.js';
 import { batchedOnPostgres, onPostgresPool, precompiled, slot } from '../db/precompiled.js';
 import {
@@ -24,7 +24,7 @@ import {
   markAccepted,
   markSendFailed,
   STATUS_RANK,
-} from '../messaging/message.repository.js';
+} from '../messaging/index.js';
 import type { MessageTable } from '../messaging/messaging.tables.js';
 import type { ProviderResult, ProviderSend } from '../messaging/provider.js';
 import { endUserPhoneOf, windowKey } from '../numbers/phone.js';

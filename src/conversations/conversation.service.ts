@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
+import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
-import { isUniqueViolation } from '../end-users/end-user.repository.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
@@ -8,13 +8,11 @@ import { decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { emitConversationClosed } from './conversation.events.js';
+import { findConversation, findConversationWithKeyEpoch, findOpenConversation } from './conversation.fast.js';
 import {
   type ConversationFilter,
   closeConversationRow,
   closeIdleRows,
-  findConversation,
-  findConversationWithKeyEpoch,
-  findOpenConversation,
   insertConversation,
   listConversationRows,
   listThreadRows,

@@ -1,12 +1,7 @@
-import { isRetryableWrite, isUniqueViolation } from '../end-users/end-user.repository.js';
+import { isRetryableWrite, isUniqueViolation } from '../db/db-errors.js';
 import { emitConversationStarted, emitMessageReceived, type StartedEndUser } from './conversation.events.js';
-import {
-  agentsOfNumber,
-  agentWithOpenConversation,
-  findConversation,
-  setInboundConversation,
-  touchConversation,
-} from './conversation.repository.js';
+import { findConversation, touchConversation } from './conversation.fast.js';
+import { agentsOfNumber, agentWithOpenConversation, setInboundConversation } from './conversation.repository.js';
 import { type ConversationDeps, openConversation } from './conversation.service.js';
 
 export interface InboundOfNumber {

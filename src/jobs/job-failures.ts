@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
-import { insertDeadJob } from './dead-letters.js';
+import { insertDeadJob } from './dead-letter.repository.js';
 import { type JobInfo, type QueueDefinition, RetryLater } from './job.js';
 import type { ClaimedJob, JobStore } from './job-store.js';
 

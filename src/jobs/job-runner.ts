@@ -3,10 +3,9 @@ import type { Logger } from 'pino';
 import { afterCommit } from '../db/after-commit.js';
 import type { DB } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
-import { type DeadJob, listDeadJobs, takeDeadJobs } from './dead-letters.js';
+import { countDeadJobs, type DeadJob, listDeadJobs, takeDeadJobs } from './dead-letter.repository.js';
 import type { EnqueueOptions, QueueCount, QueueDefinition, ScheduleDefinition } from './job.js';
 import type { JobStore } from './job-store.js';
-import { deadJobCounts } from './queue-counts-store.js';
 import { QueueWorker } from './queue-worker.js';
 import { Schedules } from './schedules.js';
 
@@ -157,7 +156,7 @@ export class JobRunner {
   /** Jobs by queue and state, dead letters included. */
   async counts(): Promise<QueueCount[]> {
     const live = await this.options.store.counts();
-    const dead = await deadJobCounts(this.options.db);
+    const dead = await countDeadJobs(this.options.db);
     const out: QueueCount[] = [];
     const names = new Set([...this.workers.keys(), ...live.map((r) => r.queue), ...dead.map((d) => d.queue)]);
     for (const name of [...names].sort()) {

@@ -19,6 +19,9 @@ import {
   serializePermissions,
 } from './permissions.js';
 
+/** The words for permissions and scopes, for the dashboard's pages. */
+export { PERMISSION_LABELS, SCOPE_LABELS } from './permissions.js';
+
 export const PAID_PLAN_REQUIRED = 'API access requires a paid plan';
 
 /** A key as listed: never the key itself, only its visible prefix. */

@@ -2,14 +2,8 @@ import { type Static, Type } from '@sinclair/typebox';
 import { assertAgentAllowed, type Principal } from '../auth/auth.js';
 import type { AppContext } from '../context.js';
 import { AppError } from '../shared/errors.js';
-import {
-  findMessage,
-  findMessageWithKeyEpoch,
-  type MessageRead,
-  type MessageStatus,
-  STATUS_RANK,
-  type StatusRow,
-} from './message.repository.js';
+import { findMessage, findMessageWithKeyEpoch } from './message.fast.js';
+import { type MessageRead, type MessageStatus, STATUS_RANK, type StatusRow } from './message.model.js';
 
 export const StatusEntry = Type.Object(
   {

@@ -9,6 +9,7 @@ import { type Sandbox, startSandbox } from '../sandbox/sandbox.js';
 import { clearSandboxAddress, writeSandboxAddress } from '../sandbox/sandbox-address.js';
 import type { Clock } from '../shared/clock.js';
 import { createCloudProvider, type MessagingProvider } from './provider.js';
+import { defineProviderWebhookQueue } from './provider-webhook.task.js';
 import { WebhookProcessor } from './webhook.service.js';
 
 /** The messaging parts of a region's context. */
@@ -62,6 +63,7 @@ export async function createMessaging(
     jobs,
     conversationIdleMs: config.conversations.idleMs,
   });
+  defineProviderWebhookQueue(jobs, webhooks);
   let attached = false;
   return {
     provider,

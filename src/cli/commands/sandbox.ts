@@ -7,6 +7,7 @@ import { loadConfig } from '../../config.js';
 import { createLogger } from '../../context.js';
 import type { DB } from '../../db/schema.js';
 import { SANDBOX_STATE_FILE } from '../../messaging/messaging.js';
+import { inboundOutcomeOf } from '../../messaging/webhook.service.js';
 import { parseInternationalPhone } from '../../numbers/phone.js';
 import { webhookAppSecretOf } from '../../numbers/secret-box.js';
 import { startSandbox } from '../../sandbox/sandbox.js';
@@ -150,19 +151,8 @@ async function waitForInbound(
 ): Promise<'applied' | 'failed' | 'unrouted' | 'pending'> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const stored = await db
-      .selectFrom('inbound_messages')
-      .select('provider_message_id')
-      .where('provider_message_id', '=', messageId)
-      .executeTakeFirst();
-    if (stored) return 'applied';
-    const kept = await db
-      .selectFrom('webhook_inbox')
-      .select('state')
-      .where('state', '!=', 'live')
-      .where('body', 'like', `%"id":"${messageId}"%`)
-      .executeTakeFirst();
-    if (kept) return kept.state === 'unrouted' ? 'unrouted' : 'failed';
+    const outcome = await inboundOutcomeOf(db, messageId);
+    if (outcome) return outcome;
     if (Date.now() >= deadline) return 'pending';
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
