@@ -145,15 +145,15 @@ export async function createContext(
   });
   const campaignDeliverer = new CampaignDeliverer(config.campaigns, numberPacer);
   campaignDeliverer.define(jobs);
-  // Every queue is defined by now (the features above); the store is prepared, then worked.
-  await jobs.init();
-  if (options.workJobs !== false) jobs.start();
   const idleSweeper = new IdleSweeper(
     { db: database.db, jobs, clock, idleMs: config.conversations.idleMs },
     config.conversations.sweepMs,
     logger,
   );
-  if (options.workJobs !== false) idleSweeper.start();
+  idleSweeper.define(jobs);
+  // Every queue is defined by now (the features above); the store is prepared, then worked.
+  await jobs.init();
+  if (options.workJobs !== false) jobs.start();
   const afterAnswer = new AfterAnswer(logger);
   const ctx: AppContext = {
     config,
@@ -174,7 +174,6 @@ export async function createContext(
     async close() {
       // Before the job runner and the database: this work writes and raises events.
       await afterAnswer.idle();
-      await idleSweeper.stop();
       await jobs.stop();
       await eventDeliverer.close();
       await campaignDeliverer.close();

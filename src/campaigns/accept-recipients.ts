@@ -179,8 +179,6 @@ export async function acceptRecipients(
         result.deliveryId = owner;
       }
     }
-    // The job was committed with the rows: wake this process's dispatcher now rather than at its next poll.
-    ctx.jobs.wake(CAMPAIGN_DISPATCH_QUEUE);
   }
   return {
     success: true,

@@ -124,10 +124,8 @@ export class CampaignDeliverer {
         if (ids.length === 0) break;
         await enqueueAll(ids);
         after = ids[ids.length - 1] ?? '';
-        ctx.jobs.wake(CAMPAIGN_DELIVERY_QUEUE);
       }
     }
-    ctx.jobs.wake(CAMPAIGN_DELIVERY_QUEUE);
   }
 
   /**

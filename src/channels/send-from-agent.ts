@@ -16,7 +16,6 @@ import {
   type EndUserFields,
   findOrCreateEndUserByPhone,
 } from '../end-users/end-user-by-phone.js';
-import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
 import type { KeyEpochConfirmer } from '../http/auth.js';
 import {
   applyPendingStatuses,
@@ -504,7 +503,6 @@ export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput):
         messageId: result.messageId,
         at,
       });
-      ctx.jobs.wake(EVENT_DELIVERY_QUEUE);
     }
     accepted = true;
   });

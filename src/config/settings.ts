@@ -300,7 +300,7 @@ const conversations = {
   PARLEY_CONVERSATION_SWEEP_MS: {
     type: atLeast(100),
     default: 60_000,
-    doc: 'how often each node closes idle conversations (at least 100)',
+    doc: 'how often idle conversations are closed, by one node of the region each time (at least 100)',
   },
 } satisfies Settings;
 

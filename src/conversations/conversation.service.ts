@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
 import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
-import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
@@ -142,7 +141,6 @@ export async function closeConversation(
     return row;
   };
   const closed = deps.db.isTransaction ? await close(deps.db) : await deps.db.transaction().execute(close);
-  if (closed && !deps.db.isTransaction) deps.jobs.wake(EVENT_DELIVERY_QUEUE);
   return toConversation(closed ?? (await getConversationRow(deps.db, reader, id)));
 }
 
@@ -160,7 +158,6 @@ export async function closeIdleConversations(deps: ConversationDeps, batch = 500
       return rows.length;
     });
     total += closed;
-    if (closed > 0) deps.jobs.wake(EVENT_DELIVERY_QUEUE);
     if (closed < batch) return total;
   }
 }

@@ -1,5 +1,4 @@
 import { isRetryableWrite, isUniqueViolation } from '../db/db-errors.js';
-import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
 import { emitConversationStarted, emitMessageReceived, type StartedEndUser } from './conversation.events.js';
 import { findConversation, touchConversation } from './conversation.fast.js';
 import { agentsOfNumber, agentWithOpenConversation, setInboundConversation } from './conversation.repository.js';
@@ -75,7 +74,6 @@ export async function joinInbound(deps: ConversationDeps, message: InboundOfNumb
         });
         return conversation.id;
       });
-      deps.jobs.wake(EVENT_DELIVERY_QUEUE);
       return id;
     } catch (err) {
       // Two messages of one user at once may race to open the conversation: run again to join it.

@@ -1,4 +1,4 @@
-import { EVENT_DELIVERY_QUEUE, type EventDeps, emitEvents, enabledEndpointsOf } from '../events/event.service.js';
+import { type EventDeps, emitEvents, enabledEndpointsOf } from '../events/event.service.js';
 import { findMessageAgent, type StatusEvent } from '../messaging/index.js';
 import { messageStatusEvent } from './conversation.events.js';
 
@@ -20,7 +20,6 @@ export async function raiseMessageStatuses(
     deps,
     statuses.map((event) => ({ message: of, providerMessageId, event })),
   );
-  deps.jobs.wake(EVENT_DELIVERY_QUEUE);
 }
 
 /**

@@ -9,6 +9,8 @@ import {
   type LimitNode,
   Migrator,
   PostgresDialect,
+  type PostgresDialectConfig,
+  PostgresDriver,
   type QueryCompiler,
   SqliteDialect,
   type SqliteDialectConfig,
@@ -19,6 +21,7 @@ import {
 import type pgTypes from 'pg';
 import type { Logger } from 'pino';
 import { ConfigError, type DatabaseConfig } from '../config.js';
+import { transactionCommitted, transactionRolledBack } from './after-commit.js';
 import { startCheckpointer, WAL_SIZE_LIMIT } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
 import { isPostgres, usePgStatements, useSqliteStatements } from './precompiled.js';
@@ -59,6 +62,40 @@ function loadPg(): Promise<typeof pgTypes> {
 class ImmediateSqliteDriver extends SqliteDriver {
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+
+  // What waits for the commit (`afterCommit`) runs once it is done, or never.
+  override async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await super.commitTransaction(connection);
+    transactionCommitted(connection);
+  }
+
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    transactionRolledBack(connection);
+    await super.rollbackTransaction(connection);
+  }
+}
+
+/** PostgreSQL through Kysely, running what waits for a transaction's commit (`afterCommit`) after it. */
+class AfterCommitPostgresDriver extends PostgresDriver {
+  override async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await super.commitTransaction(connection);
+    transactionCommitted(connection);
+  }
+
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    transactionRolledBack(connection);
+    await super.rollbackTransaction(connection);
+  }
+}
+
+class AfterCommitPostgresDialect extends PostgresDialect {
+  constructor(private readonly settings: PostgresDialectConfig) {
+    super(settings);
+  }
+
+  override createDriver(): Driver {
+    return new AfterCommitPostgresDriver(this.settings);
   }
 }
 
@@ -184,7 +221,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
       'PostgreSQL dropped an idle connection; it will be replaced',
     );
   });
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new AfterCommitPostgresDialect({ pool }) });
   usePgStatements(db, pool);
   return { db, dialect: 'postgres', sqlite: undefined, close: () => db.destroy() };
 }

@@ -243,7 +243,6 @@ export async function replayDelivery(
     await setDeliveryPending(trx, deliveryId, clock.now());
     await jobs.enqueue<EventDeliveryJob>(EVENT_DELIVERY_QUEUE, { deliveryId }, { db: trx });
   });
-  jobs.wake(EVENT_DELIVERY_QUEUE);
   return toDelivery({ ...row, status: 'pending' });
 }
 

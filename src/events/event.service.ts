@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Insertable, Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
+import { EVENT_DELIVERY_QUEUE } from '../jobs/queues.js';
 import type { Clock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
 import { insertDeliveries } from './delivery.repository.js';
@@ -21,8 +22,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 export const isEventType = (value: string): value is EventType => (EVENT_TYPES as readonly string[]).includes(value);
 
-/** The job queue of event deliveries. */
-export const EVENT_DELIVERY_QUEUE = 'event-delivery';
+export { EVENT_DELIVERY_QUEUE };
 
 /** What a delivery job carries. */
 export interface EventDeliveryJob {
@@ -143,6 +143,5 @@ export async function emitEvents(
     return made;
   };
   const made = deps.db.isTransaction ? await run(deps.db) : await deps.db.transaction().execute(run);
-  if (made.length > 0 && !deps.db.isTransaction) deps.jobs.wake(EVENT_DELIVERY_QUEUE);
   return made;
 }

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../db/schema.js';
 import type { JobInfo, JobRunner } from '../jobs/job-runner.js';
+import { PROVIDER_WEBHOOK_QUEUE } from '../jobs/queues.js';
 import type { Clock } from '../shared/clock.js';
 import type { InboundWaiters } from './inbound-waiters.js';
 import { insertUnrouted } from './unrouted-webhook.repository.js';
@@ -9,8 +10,7 @@ import { applyInbound, type InboundDeps } from './webhook-inbound.js';
 import type { Task } from './webhook-payload.js';
 import type { StatusApplier } from './webhook-statuses.js';
 
-/** The job queue of provider webhook bodies. */
-export const PROVIDER_WEBHOOK_QUEUE = 'provider-webhook';
+export { PROVIDER_WEBHOOK_QUEUE };
 
 /** A provider webhook body waiting to be applied: the job's payload. */
 export interface ProviderWebhookJob {

@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../db/schema.js';
-import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
 import { takeDeadJobs } from '../jobs/dead-letter.repository.js';
 import type { JobInfo, JobRunner } from '../jobs/job-runner.js';
 import type { Clock } from '../shared/clock.js';
@@ -115,8 +114,6 @@ export class WebhookProcessor implements ProviderWebhookWorker {
     }
     if (bodies.length === 0) return [];
     const applied = await this.statuses.applyBatch(bodies, complete);
-    // The events raised are visible now that the batch committed.
-    this.jobs?.wake(EVENT_DELIVERY_QUEUE);
     return applied;
   }
 
@@ -142,7 +139,6 @@ export class WebhookProcessor implements ProviderWebhookWorker {
     });
     if (moved > 0) {
       this.logger.info({ bodies: moved }, 'queued provider webhooks left unprocessed by an earlier version');
-      jobs.wake(PROVIDER_WEBHOOK_QUEUE);
     }
     return moved;
   }
