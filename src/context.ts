@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { type Logger, pino } from 'pino';
+import type { Logger } from 'pino';
 import { LastUsedTracker } from './auth/last-used.js';
 import { CampaignDeliverer } from './campaigns/deliver-campaign.task.js';
 import { createNumberPacer, type NumberPacer } from './campaigns/number-pacer.js';
@@ -15,43 +15,7 @@ import { Metrics } from './ops/metrics.js';
 import { createSendRateLimiter, type SendRateLimiter } from './rate-limit/send-rate-limiter.js';
 import { AfterAnswer } from './shared/after-answer.js';
 import { type Clock, systemClock } from './shared/clock.js';
-
-/** Paths that must never reach a log line. */
-export const REDACT_PATHS = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'req.headers["x-hub-signature-256"]',
-  'headers.authorization',
-  '*.headers.authorization',
-  '*.headers.cookie',
-  '*.authorization',
-  '*.accessToken',
-  '*.access_token',
-  '*.apiKey',
-  '*.key',
-  '*.password',
-  '*.token',
-  '*.secret',
-  '*.connectionString',
-  // `*.x` matches one level down only; the same names at the top of a log object too.
-  'authorization',
-  'apiKey',
-  'key',
-  'token',
-  'accessToken',
-  'access_token',
-  'password',
-  'secret',
-  'connectionString',
-];
-
-export function createLogger(config: Config, bindings: Record<string, string> = {}): Logger {
-  return pino({
-    level: config.logLevel,
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    base: { pid: process.pid, ...bindings },
-  });
-}
+import { createLogger } from './shared/logger.js';
 
 /** Everything one region's server needs, built once at boot and passed down. */
 export interface AppContext {

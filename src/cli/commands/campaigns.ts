@@ -12,8 +12,8 @@ import {
 } from '../../campaigns/campaign.service.js';
 import { CampaignDeliverer } from '../../campaigns/deliver-campaign.task.js';
 import { createNumberPacer } from '../../campaigns/number-pacer.js';
-import { createLogger } from '../../context.js';
 import { createJobRunner } from '../../jobs/jobs.js';
+import { createLogger } from '../../shared/logger.js';
 import { type AdminContext, type DbFlags, withAdmin } from '../admin.js';
 import { formatTable, print, printJson } from '../output.js';
 import { action, dbOptions } from '../run.js';
