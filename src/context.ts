@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { LastUsedTracker } from './auth/last-used.js';
-import { CampaignDeliverer } from './campaigns/deliver-campaign.task.js';
+import { defineCampaignTasks } from './campaigns/campaign-tasks.js';
 import { createNumberPacer, type NumberPacer } from './campaigns/number-pacer.js';
 import type { Config, RegionConfig } from './config.js';
 import { IdleSweeper } from './conversations/idle-sweep.js';
@@ -16,6 +16,15 @@ import { createSendRateLimiter, type SendRateLimiter } from './rate-limit/send-r
 import { AfterAnswer } from './shared/after-answer.js';
 import { type Clock, systemClock } from './shared/clock.js';
 import { createLogger } from './shared/logger.js';
+
+/*
+ * The composition root: every dependency of one region's server is built here, once, bottom up
+ * (the database, the job runner, messaging, the pacer, then what uses them: a send, campaigns'
+ * queues), and handed down as the narrow set each part uses. It stays at src/context.ts rather
+ * than moving to src/app/: every route plugin takes the `AppContext` it returns, and nothing below
+ * the routes imports this file (services, tasks and repositories declare what they use beside
+ * them), so it is the one place that knows the whole and no import cycle runs through it.
+ */
 
 /** Everything one region's server needs, built once at boot and passed down. */
 export interface AppContext {
@@ -107,8 +116,18 @@ export async function createContext(
     redisUrl: config.redisUrl,
     redisPrefix: config.redisPrefix,
   });
-  const campaignDeliverer = new CampaignDeliverer(config.campaigns, numberPacer);
-  campaignDeliverer.define(jobs);
+  const afterAnswer = new AfterAnswer(logger);
+  // A send from an agent's number, built before the campaign work that uses it.
+  const send = { database, db: database.db, clock, logger, jobs, config, messaging, numberPacer };
+  const campaignTasks = defineCampaignTasks({
+    db: database.db,
+    clock,
+    jobs,
+    config: config.campaigns,
+    providerTimeoutMs: config.messaging.providerTimeoutMs,
+    pacer: numberPacer,
+    send,
+  });
   // Every queue is defined by now (the features above); the store is prepared, then worked.
   await jobs.init();
   if (options.workJobs !== false) jobs.start();
@@ -118,8 +137,7 @@ export async function createContext(
     logger,
   );
   if (options.workJobs !== false) idleSweeper.start();
-  const afterAnswer = new AfterAnswer(logger);
-  const ctx: AppContext = {
+  return {
     config,
     region,
     database,
@@ -141,7 +159,7 @@ export async function createContext(
       await idleSweeper.stop();
       await jobs.stop();
       await eventDeliverer.close();
-      await campaignDeliverer.close();
+      await campaignTasks.close();
       await messaging.close();
       await sendRateLimiter.close();
       await campaignRateLimiter.close();
@@ -149,6 +167,4 @@ export async function createContext(
       await database.close();
     },
   };
-  campaignDeliverer.attach(ctx);
-  return ctx;
 }

@@ -2,6 +2,9 @@ import { type Kysely, sql } from 'kysely';
 import { batchedReads, precompiled, slot } from './precompiled.js';
 import type { DB } from './schema.js';
 
+/** The tables whose records belong to an organization by ID (an `id` and an `org_id` column). */
+export type OrgTable = { [T in keyof DB]: DB[T] extends { id: unknown; org_id: unknown } ? T : never }[keyof DB];
+
 /** A record read by ID beside the key epoch, in one snapshot; no record when none matched. */
 export interface WithKeyEpoch<Row> {
   readonly row: Row | undefined;
@@ -32,7 +35,7 @@ export function splitKeyEpoch<Row>(found: Record<string, unknown> | undefined): 
  * again for every run).
  */
 export function byIdWithKeyEpoch<Row>(
-  table: 'end_users' | 'conversations',
+  table: OrgTable,
   one: (db: Kysely<DB>, read: ByIdRead) => Promise<Record<string, unknown> | undefined>,
 ): (db: Kysely<DB>, read: ByIdRead) => Promise<WithKeyEpoch<Row>> {
   const many = precompiled<Record<string, unknown>>((db) => ({
