@@ -1,4 +1,4 @@
-import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/auth.js';
+import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/index.js';
 import type { ProviderSend } from '../messaging/provider.js';
 import { parseInternationalPhone } from '../numbers/phone.js';
 import type { AfterAnswer } from '../shared/after-answer.js';

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { KeyEpochConfirmer } from '../auth/key-epoch.js';
+import type { KeyEpochConfirmer } from '../auth/index.js';
 import { findRecipient, findRecipientStoringMessage } from '../conversations/conversation.repository.js';
 import { type ConversationDeps, openConversation } from '../conversations/conversation.service.js';
 import type { Database } from '../db/database.js';

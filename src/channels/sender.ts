@@ -1,8 +1,8 @@
 /** The number an agent sends from, kept in memory beside the keys. */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { keyCacheOf } from '../auth/key-cache.js';
-import type { KeyEpochConfirmer } from '../auth/key-epoch.js';
+import type { KeyEpochConfirmer } from '../auth/index.js';
+import { keyCacheOf } from '../auth/index.js';
 import type { Database } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import type { ProviderSend } from '../messaging/provider.js';

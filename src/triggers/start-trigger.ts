@@ -1,4 +1,4 @@
-import { assertAgentAllowed, type Principal } from '../auth/auth.js';
+import { assertAgentAllowed, type Principal } from '../auth/index.js';
 import { CHANNEL, MAX_BODY_PARAMETERS, MAX_HEADER_PARAMETERS } from '../channels/channel.schemas.js';
 import { type ChannelSendDeps, checkParameters, parseRecipient } from '../channels/channel.service.js';
 import { sendFailureError, sendFromAgent } from '../channels/index.js';
