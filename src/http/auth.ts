@@ -42,7 +42,8 @@ export interface RequireKeyOptions {
    * answers (a cached key then costs no statement or round trip of its own): a read, or a route
    * whose first statement is a read, confirmed before anything is written. Any error answered
    * while the key awaits confirmation confirms it first (the error handler), so a key revoked
-   * meanwhile gets its 401, not the error its request would have had.
+   * meanwhile gets its 401, not the error its request would have had. A route that answers without
+   * confirming it fails closed: the 401 of a revoked key (src/auth/key-epoch.ts).
    */
   readonly epochInQuery?: boolean;
 }
