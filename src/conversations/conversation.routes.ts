@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { conversationDeps } from '../channels/send-from-agent.js';
+import { conversationDeps } from '../channels/index.js';
 import type { AppContext } from '../context.js';
 import { BEARER, keyEpochConfirmer, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
