@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
-import { recordFirstUse, recordLastUses } from './last-used.repository.js';
+import { recordFirstUse, recordLastUses } from './auth.repository.js';
 
 /**
  * Records when keys were last used without a database write per request: the first use of a key

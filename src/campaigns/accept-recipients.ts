@@ -1,5 +1,5 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { assertCampaignKey, type Principal } from '../auth/auth.js';
+import { assertCampaignKey, type Principal } from '../auth/index.js';
 import { MAX_BODY_PARAMETERS, MAX_HEADER_PARAMETERS } from '../channels/channel.schemas.js';
 import { checkParameters } from '../channels/channel.service.js';
 import type { AppContext } from '../context.js';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { assertCampaignKey } from '../auth/auth.js';
+import { assertCampaignKey } from '../auth/index.js';
 import type { AppContext } from '../context.js';
 import { BEARER, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';

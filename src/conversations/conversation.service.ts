@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { type KeyEpochConfirmer, readConfirmingKey } from '../auth/index.js';
 import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
@@ -171,17 +172,19 @@ export async function getConversationRow(db: Kysely<DB>, reader: Reader, id: str
   return row;
 }
 
-/** `confirmKeyEpoch`: given when the request's key still awaits the epoch this read returns. */
+/** `confirmKey`: given when the request's key still awaits the epoch this read returns (src/auth/key-epoch.ts). */
 export async function getConversation(
   db: Kysely<DB>,
   reader: () => Reader,
   id: string,
-  confirmKeyEpoch?: (epoch: number) => Promise<void> | undefined,
+  confirmKey?: KeyEpochConfirmer,
 ): Promise<Conversation> {
-  if (!confirmKeyEpoch) return toConversation(await getConversationRow(db, reader(), id));
-  const { row, epoch } = await findConversationWithKeyEpoch(db, { orgId: reader().orgId, id });
+  const row = await readConfirmingKey(
+    confirmKey,
+    () => findConversation(db, reader().orgId, id),
+    () => findConversationWithKeyEpoch(db, { orgId: reader().orgId, id }),
+  );
   // The key is confirmed before anything is answered, a 404 included (the reader may change with it).
-  await confirmKeyEpoch(epoch);
   const { agentId } = reader();
   if (!row || (agentId !== null && row.agent_id !== agentId)) throw notFound(id);
   return toConversation(row);

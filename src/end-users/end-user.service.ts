@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { type KeyEpochConfirmer, readConfirmingKey } from '../auth/index.js';
 import { isRetryableWrite, isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
@@ -93,18 +94,16 @@ export async function getEndUser(
   db: Kysely<DB>,
   orgId: string,
   id: string,
-  /** Given when the key still awaits the epoch this read returns (see confirmKeyEpoch). */
-  confirmKeyEpoch?: (epoch: number) => Promise<void> | undefined,
+  /** Given when the key still awaits the epoch this read returns (src/auth/key-epoch.ts). */
+  confirmKey?: KeyEpochConfirmer,
 ): Promise<EndUser> {
-  if (confirmKeyEpoch) {
-    // The key is confirmed before anything is answered, a 404 included.
-    const { row, epoch } = await findEndUserByIdWithKeyEpoch(db, { orgId, id: ID_SHAPE.test(id) ? id : '' });
-    await confirmKeyEpoch(epoch);
-    if (!row) throw notFound(id);
-    return toEndUser(row);
-  }
-  if (!ID_SHAPE.test(id)) throw notFound(id);
-  const row = await findEndUserById(db, orgId, id);
+  const shaped = ID_SHAPE.test(id);
+  // The key is confirmed before anything is answered, a 404 included.
+  const row = await readConfirmingKey(
+    confirmKey,
+    () => (shaped ? findEndUserById(db, orgId, id) : Promise.resolve(undefined)),
+    () => findEndUserByIdWithKeyEpoch(db, { orgId, id: shaped ? id : '' }),
+  );
   if (!row) throw notFound(id);
   return toEndUser(row);
 }

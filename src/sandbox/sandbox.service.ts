@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/auth.js';
+import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/index.js';
 import type { AppContext } from '../context.js';
 import type { DB } from '../db/schema.js';
 import { inboundOutcomeOf } from '../messaging/webhook.service.js';

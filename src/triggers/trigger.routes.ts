@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { findAgent } from '../agents/agent.service.js';
-import { assertAgentAllowed } from '../auth/auth.js';
-import { sendClaimExpiryMs } from '../channels/channel.routes.js';
-import { SendOutcomeUnknown } from '../channels/send-from-agent.js';
+import { assertAgentAllowed } from '../auth/index.js';
+import { SendOutcomeUnknown, sendClaimExpiryMs } from '../channels/index.js';
 import type { AppContext } from '../context.js';
 import { BEARER, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';

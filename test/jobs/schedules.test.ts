@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/context.js';
 import type { JobRunner } from '../../src/jobs/job-runner.js';
 import { createJobRunner } from '../../src/jobs/jobs.js';
 import { CONVERSATION_IDLE_SWEEP_QUEUE } from '../../src/jobs/queues.js';
 import { randomBase62 } from '../../src/shared/ids.js';
+import { createLogger } from '../../src/shared/logger.js';
 import { createTestApp, DIALECTS, type TestApp } from '../helpers/app.js';
 import { until } from '../helpers/wait.js';
 

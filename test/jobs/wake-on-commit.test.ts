@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/context.js';
 import type { JobRunner } from '../../src/jobs/job-runner.js';
 import { createJobRunner } from '../../src/jobs/jobs.js';
 import { randomBase62 } from '../../src/shared/ids.js';
+import { createLogger } from '../../src/shared/logger.js';
 import { createTestApp, DIALECTS, type TestApp } from '../helpers/app.js';
 import { until } from '../helpers/wait.js';
 

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import type { Agent } from '../../agents/agent.service.js';
-import { createLogger } from '../../context.js';
 import { WebhookProcessor } from '../../messaging/webhook.service.js';
 import { createSecretBox, secretKeyOf } from '../../numbers/index.js';
 import {
@@ -12,6 +11,7 @@ import {
   listNumbers,
   type MessagingNumber,
 } from '../../numbers/number.service.js';
+import { createLogger } from '../../shared/logger.js';
 import type { AdminContext, DbFlags } from '../admin.js';
 import { withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';

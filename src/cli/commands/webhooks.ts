@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { createLogger } from '../../context.js';
 import { WebhookProcessor } from '../../messaging/webhook.service.js';
+import { createLogger } from '../../shared/logger.js';
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, fail } from '../run.js';

@@ -1,7 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 
-/** A key's first use: recorded unless a use is recorded already. */
+/** SQL of authentication's own bookkeeping: when keys were last used. */
+
+/** A key's first use, written at once (only if none was recorded meanwhile). */
 export async function recordFirstUse(db: Kysely<DB>, keyId: string, at: number): Promise<void> {
   await db
     .updateTable('api_keys')
@@ -11,7 +13,7 @@ export async function recordFirstUse(db: Kysely<DB>, keyId: string, at: number):
     .execute();
 }
 
-/** Later uses of keys, in one transaction; a time older than the one recorded is left alone. */
+/** Later uses, kept in memory and written together: each key moves forward only. */
 export async function recordLastUses(db: Kysely<DB>, uses: readonly (readonly [string, number])[]): Promise<void> {
   await db.transaction().execute(async (trx) => {
     for (const [id, at] of uses) {
