@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { ConversationTable } from '../conversations/conversation.tables.js';
 import { deleteUnstartedConversation, emitConversationStarted, raiseMessageStatuses } from '../conversations/index.js';
 import type { DB } from '../db/schema.js';
-import { deleteEndUserMadeForSend } from '../end-users/end-user-by-phone.js';
+import { deleteEndUserMadeForSend } from '../end-users/index.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import { applyPendingStatuses, markSendFailed } from '../messaging/index.js';
 import type { AfterAnswer } from '../shared/after-answer.js';

@@ -1,5 +1,5 @@
 import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/index.js';
-import type { ProviderSend } from '../messaging/provider.js';
+import type { ProviderSend } from '../messaging/index.js';
 import type { AfterAnswer } from '../shared/after-answer.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';

@@ -5,11 +5,11 @@ import { type ConversationDeps, openConversation } from '../conversations/conver
 import { findRecipient, findRecipientStoringMessage } from '../conversations/index.js';
 import type { Database } from '../db/database.js';
 import type { DB } from '../db/schema.js';
-import { type EndUserFields, findOrCreateEndUserByPhone } from '../end-users/end-user-by-phone.js';
+import { type EndUserFields, findOrCreateEndUserByPhone } from '../end-users/index.js';
 import type { JobRunner } from '../jobs/job-runner.js';
+import type { ProviderResult, ProviderSend } from '../messaging/index.js';
 import { insertMessage, isWindowOpen, STATUS_RANK } from '../messaging/index.js';
 import type { MessageTable } from '../messaging/messaging.tables.js';
-import type { ProviderResult, ProviderSend } from '../messaging/provider.js';
 import type { AfterAnswer } from '../shared/after-answer.js';
 import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';

@@ -1,5 +1,5 @@
 /** What a caller is told of a send that did not go through: the sentences and the API's errors. */
-import type { ProviderResult, ProviderSend } from '../messaging/provider.js';
+import type { ProviderResult, ProviderSend } from '../messaging/index.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
 

@@ -5,7 +5,7 @@ import type { KeyEpochConfirmer } from '../auth/index.js';
 import { keyCacheOf } from '../auth/index.js';
 import type { Database } from '../db/database.js';
 import type { DB } from '../db/schema.js';
-import type { ProviderSend } from '../messaging/provider.js';
+import type { ProviderSend } from '../messaging/index.js';
 import { AppError } from '../shared/errors.js';
 import { agentWithNumber, recipientReadStoresMessage } from './send.fast.js';
 

@@ -19,6 +19,7 @@ export {
   WINDOW_MS,
 } from './message.model.js';
 export { findMessageAgent, markSendFailed } from './message.repository.js';
+export type { MessagingProvider, ProviderResult, ProviderSend } from './provider.js';
 export { applyStatus, applyStatuses, lockMessagesForStatuses, type StatusTargetOfAgent } from './status.fast.js';
 export {
   adoptProviderMessageId,
