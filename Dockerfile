@@ -25,6 +25,9 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The dashboard's page templates and stylesheet: read from the package's folder at start-up (tsc copies no such files into dist/).
+COPY --from=build /app/src/dashboard/templates ./src/dashboard/templates
+COPY --from=build /app/src/dashboard/assets ./src/dashboard/assets
 COPY --from=build /app/cli ./cli
 RUN mkdir -p /data && chown node:node /data
 USER node

@@ -44,18 +44,22 @@ import type { TSchema } from '@sinclair/typebox';
 import Database from 'better-sqlite3';
 import fastJson from 'fast-json-stringify';
 import Fastify from 'fastify';
-import { keyHashOf } from '../src/auth/auth.js';
-import { loadConfig } from '../src/config.js';
-import { findConversationWithKeyEpoch } from '../src/conversations/conversation.repository.js';
-import { ConversationSchema } from '../src/conversations/conversation.schemas.js';
-import { toConversation } from '../src/conversations/conversation.service.js';
-import { openDatabase } from '../src/db/database.js';
-import { findEndUserByIdWithKeyEpoch, toEndUser } from '../src/end-users/end-user.repository.js';
-import { EndUserSchema } from '../src/end-users/end-user.schemas.js';
-import type { EndUserTable } from '../src/end-users/end-user.table.js';
-import { SECURITY_HEADERS } from '../src/http/security-headers.js';
-import { findMessageWithKeyEpoch } from '../src/messaging/message.repository.js';
-import { MessageResponse, toMessageResponse } from '../src/messaging/message.service.js';
+import {
+  ConversationSchema,
+  EndUserSchema,
+  type EndUserTable,
+  findConversationWithKeyEpoch,
+  findEndUserByIdWithKeyEpoch,
+  findMessageWithKeyEpoch,
+  keyHashOf,
+  loadConfig,
+  MessageResponse,
+  openDatabase,
+  SECURITY_HEADERS,
+  toConversation,
+  toEndUser,
+  toMessageResponse,
+} from './internals.js';
 
 const USAGE = 'usage: ceiling-server.ts <sqlite file|postgres> [port] [endusers|messages|conversations] [node|fastify]';
 const [file, portArg, route = 'endusers', kind = 'node'] = process.argv.slice(2);

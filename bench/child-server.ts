@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { dropPostgresSchema } from '../src/db/database.js';
+import { dropPostgresSchema } from './internals.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const CLI = 'dist/cli/main.js';
@@ -24,7 +24,7 @@ export function build(skip: boolean): void {
  * A port for a child server: outside the kernel's range for ephemeral ports (where any client
  * connection of the run could take it first) and never handed out twice in one run.
  */
-export { freePort } from '../test/helpers/cli.js';
+export { freePort } from './internals.js';
 
 /** The shared secrets Parley requires on PostgreSQL (fixed values: benchmarks seal nothing real). */
 export const PG_BENCH_SECRETS = {

@@ -31,7 +31,6 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { dropPostgresSchema } from '../src/db/database.js';
 import {
   type AutocannonOptions,
   type AutocannonRequest,
@@ -56,6 +55,7 @@ import {
   waitUp,
   writeJsonFigures,
 } from './child-server.js';
+import { dropPostgresSchema } from './internals.js';
 import { seedEndUsers } from './seed-endusers.js';
 
 const { values: args } = parseArgs({

@@ -122,7 +122,7 @@ async function main(): Promise<void> {
     await Promise.all([stopChild(parley), stopChild(baseline)]);
     rmSync(dataDir, { recursive: true, force: true });
     if (usesPg && process.env.DATABASE_URL) {
-      const { dropPostgresSchema } = await import('../src/db/database.js');
+      const { dropPostgresSchema } = await import('./internals.js');
       await dropPostgresSchema(process.env.DATABASE_URL, schema);
     }
   }

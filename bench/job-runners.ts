@@ -18,11 +18,8 @@ import { makeWorkerUtils, run } from 'graphile-worker';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { pino } from 'pino';
-import { loadConfig } from '../src/config.js';
-import { openDatabase } from '../src/db/database.js';
-import { createJobRunner } from '../src/jobs/jobs.js';
-import { systemClock } from '../src/shared/clock.js';
 import { log, quantile } from './child-server.js';
+import { createJobRunner, loadConfig, openDatabase, systemClock } from './internals.js';
 
 const { values: args } = parseArgs({
   options: { jobs: { type: 'string', default: '2000' }, rounds: { type: 'string', default: '200' } },
@@ -184,7 +181,7 @@ for (const dialect of ['postgres', 'sqlite'] as const) {
         const region = config.regions[0];
         if (!region) throw new Error('no region');
         const database = await openDatabase(region.database);
-        const { migrateToLatest } = await import('../src/db/database.js');
+        const { migrateToLatest } = await import('./internals.js');
         await migrateToLatest(database.db);
         const jobs = await createJobRunner(config, region.database, database, systemClock, pino({ level: 'silent' }));
         jobs.define<{ i: number }>({

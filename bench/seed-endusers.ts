@@ -11,13 +11,17 @@
  * phones are unique; created_at goes up by one ms per record so "newest first" is the reverse of it.
  */
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../src/config.js';
-import { migrateToLatest, openDatabase, sql } from '../src/db/database.js';
-import { searchKey } from '../src/end-users/normalize.js';
-import { createKey } from '../src/keys/key.service.js';
-import { createOrganization } from '../src/orgs/org.service.js';
-import { systemClock } from '../src/shared/clock.js';
-import { newId } from '../src/shared/ids.js';
+import {
+  createKey,
+  createOrganization,
+  loadConfig,
+  migrateToLatest,
+  newId,
+  openDatabase,
+  searchKey,
+  sql,
+  systemClock,
+} from './internals.js';
 
 export interface SeedResult {
   orgId: string;

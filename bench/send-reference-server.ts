@@ -31,15 +31,19 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { keyHashOf } from '../src/auth/auth.js';
-import { messageRow, recordAcceptance } from '../src/channels/send-from-agent.js';
-import { loadConfig } from '../src/config.js';
-import { findRecipientStoringMessage } from '../src/conversations/conversation.repository.js';
-import { openDatabase, sql } from '../src/db/database.js';
-import { SECURITY_HEADERS } from '../src/http/security-headers.js';
-import { applyPendingStatuses } from '../src/messaging/message.repository.js';
-import { createCloudProvider } from '../src/messaging/provider.js';
-import { newId } from '../src/shared/ids.js';
+import {
+  applyPendingStatuses,
+  createCloudProvider,
+  findRecipientStoringMessage,
+  keyHashOf,
+  loadConfig,
+  messageRow,
+  newId,
+  openDatabase,
+  recordAcceptance,
+  SECURITY_HEADERS,
+  sql,
+} from './internals.js';
 
 const config = loadConfig();
 const region = config.regions[0];

@@ -24,8 +24,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
-import { loadConfig } from '../src/config.js';
-import { openDatabase, sql } from '../src/db/database.js';
 import {
   type AutocannonOptions,
   type AutocannonResult,
@@ -47,6 +45,7 @@ import {
   waitUp,
   writeJsonFigures,
 } from './child-server.js';
+import { loadConfig, openDatabase, sql } from './internals.js';
 
 const { values: args } = parseArgs({
   options: {

@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   } finally {
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
     if (usesPg && process.env.DATABASE_URL) {
-      const { dropPostgresSchema } = await import('../src/db/database.js');
+      const { dropPostgresSchema } = await import('./internals.js');
       for (const s of schemas) await dropPostgresSchema(process.env.DATABASE_URL, s);
     }
   }

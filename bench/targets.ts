@@ -27,6 +27,14 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dialectsArg, type LoadFigures, log, type OneAtATimeFigures, ROOT } from './child-server.js';
 
+/** The performance goals: a share of the bare server, p99, sends per second, added p50. */
+const GOALS = {
+  readShare: { sqlite: 0.5, postgres: 0.25 },
+  readP99Ms: 10,
+  sendsPerSecond: { sqlite: 2000, postgres: 1200 },
+  addedP50Ms: 1,
+} as const;
+
 const { values: args } = parseArgs({
   options: {
     n: { type: 'string', default: '20000' },
@@ -38,20 +46,34 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '50' },
     dialects: { type: 'string' },
     cli: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
   },
 });
+if (args.help) {
+  console.log(`Runs every performance target (reads by ID, sends) against the built server and prints one table.
+
+  npm run build && node --import tsx bench/targets.ts [options]
+  DATABASE_URL=postgres://... node --import tsx bench/targets.ts   # PostgreSQL too
+
+  --n 20000                end users seeded for GET /api/endusers/<id>
+  --duration 5             seconds of each read round
+  --rounds 3               alternating read rounds (the median is kept)
+  --send-duration 10       seconds of each send load run
+  --sequential 1000        sends timed one at a time
+  --send-recipients 1,1000 one send run per count of recipients
+  --connections 50         concurrent connections of the load
+  --dialects sqlite,postgres   (default: sqlite, and postgres when DATABASE_URL is set)
+  --cli path/to/dist/cli/main.js   serve another build (an earlier commit's)
+
+Goals: reads at ${GOALS.readShare.sqlite}× (SQLite) / ${GOALS.readShare.postgres}× (PostgreSQL) of a bare node:http server, \
+p99 < ${GOALS.readP99Ms} ms; sends/s ≥ ${GOALS.sendsPerSecond.sqlite} (SQLite) / ${GOALS.sendsPerSecond.postgres} (PostgreSQL); \
+added p50 of a send < ${GOALS.addedP50Ms} ms. See bench/README.md.`);
+  process.exit(0);
+}
 type Dialect = 'sqlite' | 'postgres';
 const dialects = dialectsArg(args.dialects);
 const build = args.cli ? ['--cli', args.cli] : ['--dist'];
 const common = ['--connections', String(args.connections)];
-
-/** The performance goals: a share of the bare server, p99, sends per second, added p50. */
-const GOALS = {
-  readShare: { sqlite: 0.5, postgres: 0.25 },
-  readP99Ms: 10,
-  sendsPerSecond: { sqlite: 2000, postgres: 1200 },
-  addedP50Ms: 1,
-} as const;
 
 type ReadFigures = { bare: LoadFigures; get: LoadFigures; reference?: LoadFigures; fastify?: LoadFigures };
 type ReadsFigures = {

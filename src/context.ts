@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
-import { type Logger, pino } from 'pino';
+import type { Logger } from 'pino';
 import { LastUsedTracker } from './auth/last-used.js';
-import { CampaignDeliverer } from './campaigns/deliver-campaign.task.js';
+import { defineCampaignTasks } from './campaigns/campaign-tasks.js';
 import { createNumberPacer, type NumberPacer } from './campaigns/number-pacer.js';
 import type { Config, RegionConfig } from './config.js';
 import { IdleSweeper } from './conversations/idle-sweep.js';
@@ -15,43 +15,16 @@ import { Metrics } from './ops/metrics.js';
 import { createSendRateLimiter, type SendRateLimiter } from './rate-limit/send-rate-limiter.js';
 import { AfterAnswer } from './shared/after-answer.js';
 import { type Clock, systemClock } from './shared/clock.js';
+import { createLogger } from './shared/logger.js';
 
-/** Paths that must never reach a log line. */
-export const REDACT_PATHS = [
-  'req.headers.authorization',
-  'req.headers.cookie',
-  'req.headers["x-hub-signature-256"]',
-  'headers.authorization',
-  '*.headers.authorization',
-  '*.headers.cookie',
-  '*.authorization',
-  '*.accessToken',
-  '*.access_token',
-  '*.apiKey',
-  '*.key',
-  '*.password',
-  '*.token',
-  '*.secret',
-  '*.connectionString',
-  // `*.x` matches one level down only; the same names at the top of a log object too.
-  'authorization',
-  'apiKey',
-  'key',
-  'token',
-  'accessToken',
-  'access_token',
-  'password',
-  'secret',
-  'connectionString',
-];
-
-export function createLogger(config: Config, bindings: Record<string, string> = {}): Logger {
-  return pino({
-    level: config.logLevel,
-    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
-    base: { pid: process.pid, ...bindings },
-  });
-}
+/*
+ * The composition root: every dependency of one region's server is built here, once, bottom up
+ * (the database, the job runner, messaging, the pacer, then what uses them: a send, campaigns'
+ * queues), and handed down as the narrow set each part uses. It stays at src/context.ts rather
+ * than moving to src/app/: every route plugin takes the `AppContext` it returns, and nothing below
+ * the routes imports this file (services, tasks and repositories declare what they use beside
+ * them), so it is the one place that knows the whole and no import cycle runs through it.
+ */
 
 /** Everything one region's server needs, built once at boot and passed down. */
 export interface AppContext {
@@ -143,19 +116,28 @@ export async function createContext(
     redisUrl: config.redisUrl,
     redisPrefix: config.redisPrefix,
   });
-  const campaignDeliverer = new CampaignDeliverer(config.campaigns, numberPacer);
-  campaignDeliverer.define(jobs);
-  // Every queue is defined by now (the features above); the store is prepared, then worked.
-  await jobs.init();
-  if (options.workJobs !== false) jobs.start();
+  const afterAnswer = new AfterAnswer(logger);
+  // A send from an agent's number, built before the campaign work that uses it.
+  const send = { database, db: database.db, clock, logger, jobs, config, messaging, numberPacer };
+  const campaignTasks = defineCampaignTasks({
+    db: database.db,
+    clock,
+    jobs,
+    config: config.campaigns,
+    providerTimeoutMs: config.messaging.providerTimeoutMs,
+    pacer: numberPacer,
+    send,
+  });
   const idleSweeper = new IdleSweeper(
     { db: database.db, jobs, clock, idleMs: config.conversations.idleMs },
     config.conversations.sweepMs,
     logger,
   );
-  if (options.workJobs !== false) idleSweeper.start();
-  const afterAnswer = new AfterAnswer(logger);
-  const ctx: AppContext = {
+  idleSweeper.define(jobs);
+  // Every queue is defined by now (the features above); the store is prepared, then worked.
+  await jobs.init();
+  if (options.workJobs !== false) jobs.start();
+  return {
     config,
     region,
     database,
@@ -174,10 +156,9 @@ export async function createContext(
     async close() {
       // Before the job runner and the database: this work writes and raises events.
       await afterAnswer.idle();
-      await idleSweeper.stop();
       await jobs.stop();
       await eventDeliverer.close();
-      await campaignDeliverer.close();
+      await campaignTasks.close();
       await messaging.close();
       await sendRateLimiter.close();
       await campaignRateLimiter.close();
@@ -185,6 +166,4 @@ export async function createContext(
       await database.close();
     },
   };
-  campaignDeliverer.attach(ctx);
-  return ctx;
 }

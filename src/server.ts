@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { type Config, defaultBaseUrl, type RegionConfig } from './config.js';
-import { type AppContext, createContext, createLogger } from './context.js';
+import { type AppContext, createContext } from './context.js';
 import { databaseWarnings } from './db/database.js';
 import { buildApp } from './http/app.js';
 import { clearAddress, writeAddress } from './shared/address-file.js';
 import type { Clock } from './shared/clock.js';
+import { createLogger } from './shared/logger.js';
 
 export interface RunningRegion {
   readonly region: RegionConfig;

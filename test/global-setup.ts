@@ -1,24 +1,52 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** The newest modification time under `path` (files and folders: a removed file changes its folder's). */
+function newest(path: string): number {
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (!stat) return 0;
+  let time = stat.mtimeMs;
+  if (stat.isDirectory()) for (const entry of readdirSync(path)) time = Math.max(time, newest(join(path, entry)));
+  return time;
+}
+
+/**
+ * Whether the build at `output` was made after every one of `inputs` last changed: `npm ci` (its
+ * `prepare` script) has just built both in CI, and a second build of unchanged sources takes half
+ * a minute of a two-core machine.
+ */
+function upToDate(output: string, inputs: readonly string[]): boolean {
+  const built = statSync(join(root, output), { throwIfNoEntry: false })?.mtimeMs;
+  return built !== undefined && inputs.every((input) => newest(join(root, input)) < built);
+}
 
 /**
  * Builds dist/ once before the suite: tests that spawn the `parley` command run the build, as
  * users do, instead of compiling the sources in every child process (several seconds each).
  * Type errors do not stop the suite (tsc still emits; `npm run typecheck` is where they fail):
  * only a build that produced no CLI does. The client package is built too, so it is imported by
- * its name (`@parley/client`) as users import it.
+ * its name (`@parley/client`) as users import it. Either build is skipped when it is newer than
+ * its sources and settings.
  */
 export default function setup(): void {
-  const root = fileURLToPath(new URL('..', import.meta.url));
   const tsc = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
-  const res = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, encoding: 'utf8' });
-  if (res.status !== 0 && !existsSync(fileURLToPath(new URL('../dist/cli/main.js', import.meta.url)))) {
-    throw new Error(`the build failed, so the CLI cannot be tested:\n${res.stdout}${res.stderr}`);
+  const settings = ['tsconfig.json', 'tsconfig.build.json', 'package.json'];
+  if (!upToDate('dist/cli/main.js', ['src', ...settings])) {
+    const res = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: root, encoding: 'utf8' });
+    if (res.status !== 0 && !existsSync(join(root, 'dist/cli/main.js'))) {
+      throw new Error(`the build failed, so the CLI cannot be tested:\n${res.stdout}${res.stderr}`);
+    }
   }
-  const client = spawnSync(process.execPath, [tsc, '-p', 'packages/client/tsconfig.json'], {
-    cwd: root,
-    encoding: 'utf8',
-  });
-  if (client.status !== 0) throw new Error(`the client package did not build:\n${client.stdout}${client.stderr}`);
+  const clientInputs = ['packages/client/src', 'packages/client/tsconfig.json', 'packages/client/package.json'];
+  if (!upToDate('packages/client/dist/index.js', clientInputs)) {
+    const client = spawnSync(process.execPath, [tsc, '-p', 'packages/client/tsconfig.json'], {
+      cwd: root,
+      encoding: 'utf8',
+    });
+    if (client.status !== 0) throw new Error(`the client package did not build:\n${client.stdout}${client.stderr}`);
+  }
 }

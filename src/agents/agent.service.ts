@@ -4,6 +4,7 @@ import { getOrganization } from '../orgs/org.service.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import { findAgentRow, insertAgent, listAgentRows } from './agent.repository.js';
 
 export interface Agent {
   /** The public agent ID, used as `convId`. */
@@ -37,24 +38,19 @@ export async function createAgent(
     number_id: input.numberId ?? null,
     created_at: clock.now(),
   };
-  await db.insertInto('agents').values(row).execute();
+  await insertAgent(db, row);
   return toAgent(row);
 }
 
 /** Finds an agent inside one organization; another organization's agent is simply not found. */
 export async function findAgent(db: Kysely<DB>, orgId: string, agentId: string): Promise<Agent | undefined> {
-  const row = await db
-    .selectFrom('agents')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('id', '=', agentId)
-    .executeTakeFirst();
+  const row = await findAgentRow(db, orgId, agentId);
   return row ? toAgent(row) : undefined;
 }
 
 /** The agents of an organization, oldest first; an unknown organization is an error, not an empty list. */
 export async function listAgents(db: Kysely<DB>, orgId: string): Promise<Agent[]> {
   await getOrganization(db, orgId);
-  const rows = await db.selectFrom('agents').selectAll().where('org_id', '=', orgId).orderBy('created_at').execute();
+  const rows = await listAgentRows(db, orgId);
   return rows.map(toAgent);
 }

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { newId } from '../shared/ids.js';
+import { insertAuditEntry, listAuditRows } from './audit.repository.js';
 import type { AuditLogTable } from './audit.tables.js';
 
 /** The actor of what the `parley` command line does. */
@@ -45,19 +46,16 @@ const toEntry = (row: AuditLogTable): AuditEntry => ({
  * with it or not at all. Never pass a secret in `details`.
  */
 export async function recordAudit(db: Kysely<DB>, input: AuditInput): Promise<void> {
-  await db
-    .insertInto('audit_log')
-    .values({
-      id: newId('aud'),
-      org_id: input.orgId,
-      actor: input.actor,
-      action: input.action,
-      target_type: input.targetType,
-      target_id: input.targetId,
-      details: input.details ? JSON.stringify(input.details) : null,
-      at: input.at,
-    })
-    .execute();
+  await insertAuditEntry(db, {
+    id: newId('aud'),
+    org_id: input.orgId,
+    actor: input.actor,
+    action: input.action,
+    target_type: input.targetType,
+    target_id: input.targetId,
+    details: input.details ? JSON.stringify(input.details) : null,
+    at: input.at,
+  });
 }
 
 /** An organization's entries, newest first. */
@@ -66,14 +64,7 @@ export async function listAudit(
   orgId: string,
   options: { limit?: number } = {},
 ): Promise<AuditEntry[]> {
-  const rows = await db
-    .selectFrom('audit_log')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .orderBy('at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(Math.min(Math.max(options.limit ?? 500, 1), 5000))
-    .execute();
+  const rows = await listAuditRows(db, orgId, Math.min(Math.max(options.limit ?? 500, 1), 5000));
   return rows.map(toEntry);
 }
 

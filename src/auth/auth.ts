@@ -1,13 +1,13 @@
 import type { Kysely } from 'kysely';
 import type { Region } from '../config.js';
-import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
+import { hashKey, PERMISSION_LABELS, type Permission, parseKey, parsePermissions, type Scope } from '../keys/index.js';
 import { PAID_PLAN_REQUIRED } from '../keys/key.service.js';
-import { hashKey, parseKey } from '../keys/key-format.js';
-import { PERMISSION_LABELS, type Permission, parsePermissions, type Scope } from '../keys/permissions.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
+import { keyByHash } from './auth.fast.js';
 import type { KeyCache } from './key-cache.js';
+import { revokedKeyError } from './key-epoch.js';
 import type { LastUsedTracker } from './last-used.js';
 
 /** Who is calling: the key that authenticated the request and what it may do. */
@@ -36,25 +36,6 @@ export interface KeyRecord {
   readonly lastUsedAt: number | null;
   readonly principal: Principal;
 }
-
-/** The one query of every authenticated request: built once, a prepared statement on SQLite. */
-const keyByHash = precompiled((db) =>
-  db
-    .selectFrom('api_keys')
-    .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
-    .select([
-      'api_keys.id',
-      'api_keys.org_id',
-      'api_keys.scope',
-      'api_keys.agent_id',
-      'api_keys.campaign_id',
-      'api_keys.permissions',
-      'api_keys.last_used_at',
-      'api_keys.revoked_at',
-      'organizations.plan',
-    ])
-    .where('api_keys.hash', '=', slot<string>(0)),
-);
 
 const unauthorized = (message: string) => new AppError('UNAUTHORIZED', message);
 
@@ -119,7 +100,7 @@ export function keyHashOf(region: Region, authorization: string | undefined): st
 /** The principal of a key's record, or the 401 or 403 it earns (the database checks, in order). */
 export function admit(record: KeyRecord | undefined, permission: Permission | readonly Permission[]): Principal {
   if (!record) throw unauthorized('Invalid API key.');
-  if (record.revoked) throw unauthorized('This API key has been revoked.');
+  if (record.revoked) throw revokedKeyError();
   if (record.plan !== 'paid') throw new AppError('FORBIDDEN', PAID_PLAN_REQUIRED);
 
   const { principal } = record;

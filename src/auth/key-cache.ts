@@ -1,8 +1,8 @@
 import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/database.js';
-import { precompiled } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
+import { epochQuery } from './auth.fast.js';
 
 /** How many keys a server keeps in memory; past that the cache starts over (keys are few). */
 const MAX_KEYS = 10_000;
@@ -11,8 +11,6 @@ const MAX_KEYS = 10_000;
 const BESIDE = '\u0000';
 /** How old (ms) the PostgreSQL epoch last read may be for a value kept `beside` the keys. */
 const BESIDE_EPOCH_MS = 1000;
-
-const epochQuery = precompiled((db) => db.selectFrom('key_epoch').select('epoch').where('id', '=', 1));
 
 /** What the cache holds: whatever the caller derived from the key's row (never the key itself). */
 export interface Entry<T> {

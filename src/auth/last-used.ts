@@ -1,10 +1,15 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { recordFirstUse, recordLastUses } from './auth.repository.js';
 
 /**
  * Records when keys were last used without a database write per request: the first use of a key
  * is written at once (so a key is never shown "Never" after a successful call), later uses are
- * kept in memory and flushed on an interval and at shutdown.
+ * kept in memory and flushed on an interval (PARLEY_LAST_USED_FLUSH_MS) and at shutdown.
+ *
+ * The flush is a ticker of each process, not a scheduled job of the job runner: what it writes is
+ * in this process's memory, so every node must flush its own, and a job run by one node for the
+ * region could not reach the others' buffers. It is the one background timer outside the job runner.
  */
 export class LastUsedTracker {
   private readonly pending = new Map<string, number>();
@@ -32,13 +37,7 @@ export class LastUsedTracker {
   touch(keyId: string, storedLastUsedAt: number | null, now: number): Promise<void> | undefined {
     if (storedLastUsedAt === null && !this.written.has(keyId)) {
       this.written.add(keyId);
-      return this.db
-        .updateTable('api_keys')
-        .set({ last_used_at: now })
-        .where('id', '=', keyId)
-        .where('last_used_at', 'is', null)
-        .execute()
-        .then(() => undefined);
+      return recordFirstUse(this.db, keyId, now);
     }
     this.pending.set(keyId, now);
     return undefined;
@@ -48,16 +47,7 @@ export class LastUsedTracker {
     if (this.pending.size === 0) return;
     const batch = [...this.pending];
     this.pending.clear();
-    await this.db.transaction().execute(async (trx) => {
-      for (const [id, at] of batch) {
-        await trx
-          .updateTable('api_keys')
-          .set({ last_used_at: at })
-          .where('id', '=', id)
-          .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
-          .execute();
-      }
-    });
+    await recordLastUses(this.db, batch);
   }
 
   async stop(): Promise<void> {

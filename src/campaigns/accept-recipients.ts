@@ -1,13 +1,13 @@
 import { TypeCompiler } from '@sinclair/typebox/compiler';
-import { assertCampaignKey, type Principal } from '../auth/auth.js';
+import { assertCampaignKey, type Principal } from '../auth/index.js';
 import { MAX_BODY_PARAMETERS, MAX_HEADER_PARAMETERS } from '../channels/channel.schemas.js';
 import { checkParameters } from '../channels/channel.service.js';
 import type { AppContext } from '../context.js';
-import { parseInternationalPhone } from '../numbers/phone.js';
 import { clip } from '../shared/clip.js';
 import { decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import { parseInternationalPhone } from '../shared/phone.js';
 import { CAMPAIGN_DISPATCH_QUEUE, type CampaignDispatchJob } from './campaign.queues.js';
 import {
   claimDedupeKeys,
@@ -179,8 +179,6 @@ export async function acceptRecipients(
         result.deliveryId = owner;
       }
     }
-    // The job was committed with the rows: wake this process's dispatcher now rather than at its next poll.
-    ctx.jobs.wake(CAMPAIGN_DISPATCH_QUEUE);
   }
   return {
     success: true,

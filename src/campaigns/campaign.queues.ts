@@ -1,11 +1,6 @@
 /** The job queues of campaigns, and what their jobs carry. */
 
-/** Queues one delivery job per listed delivery (or per queued delivery of the campaign). */
-export const CAMPAIGN_DISPATCH_QUEUE = 'campaign-dispatch';
-/** Sends one delivery, paced per sending number. */
-export const CAMPAIGN_DELIVERY_QUEUE = 'campaign-delivery';
-/** Fails a delivery whose send outcome is still unknown after PARLEY_CAMPAIGN_UNCONFIRMED_MS. */
-export const CAMPAIGN_UNCONFIRMED_QUEUE = 'campaign-unconfirmed';
+export { CAMPAIGN_DELIVERY_QUEUE, CAMPAIGN_DISPATCH_QUEUE, CAMPAIGN_UNCONFIRMED_QUEUE } from '../jobs/queues.js';
 
 export interface CampaignDispatchJob {
   readonly campaignId: string;

@@ -1,5 +1,4 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
-import { precompiled, slot } from '../db/precompiled.js';
 import type { CampaignTable, DB } from '../db/schema.js';
 import type { CampaignDedupeKeyTable, CampaignDeliveryTable } from './campaign.tables.js';
 
@@ -242,44 +241,6 @@ export async function queuedDeliveryIds(
   return rows.map((r) => r.id);
 }
 
-/** The read behind `deliveryForSend`, prepared once and run directly. */
-const deliveryForSendQuery = precompiled((db) =>
-  db
-    .selectFrom('campaign_deliveries as d')
-    .innerJoin('campaigns as c', 'c.id', 'd.campaign_id')
-    .leftJoin('agents as a', (join) => join.onRef('a.id', '=', 'c.agent_id').onRef('a.org_id', '=', 'c.org_id'))
-    .leftJoin('messages as m', 'm.id', 'd.message_id')
-    .select([
-      'd.id',
-      'd.org_id',
-      'd.campaign_id',
-      'd.to_phone',
-      'd.parameters',
-      'd.end_user',
-      'd.state',
-      'd.message_id',
-      'd.claimed_at',
-      'd.throttles',
-      'c.agent_id',
-      'c.template_name',
-      'c.template_language',
-      'c.default_parameters',
-      'c.status as campaign_status',
-      'm.id as stored_message_id',
-      'm.status as message_status',
-      'm.error_code as message_error_code',
-      'm.error_message as message_error',
-      'm.created_at as message_created_at',
-      'a.number_id',
-    ])
-    .where('d.id', '=', slot<string>(0)),
-);
-
-/** A delivery with what its send needs: the campaign's agent, template, defaults and status. */
-export async function deliveryForSend(db: Kysely<DB>, id: string) {
-  return (await deliveryForSendQuery(db, [id])).rows[0];
-}
-
 /**
  * Claims a delivery for one send with our message ID: only if it is still queued and its message
  * ID is still the one seen (`expected`), so two runs of the same delivery never both send.
@@ -365,4 +326,41 @@ export async function markDeliveryFailed(
   if (fields.onlyUnclaimed) query = query.where('message_id', 'is', null).where('state', '=', 'queued');
   if (fields.messageId !== undefined) query = query.where('message_id', '=', fields.messageId);
   await query.execute();
+}
+
+/** Deletes a campaign and its keys (its deliveries and dedupe keys go with it: ON DELETE CASCADE); how many keys. */
+export async function deleteCampaignAndKeys(db: Kysely<DB>, orgId: string, id: string): Promise<number> {
+  const keys = await db
+    .deleteFrom('api_keys')
+    .where('org_id', '=', orgId)
+    .where('campaign_id', '=', id)
+    .executeTakeFirst();
+  await db.deleteFrom('campaigns').where('org_id', '=', orgId).where('id', '=', id).execute();
+  return Number(keys.numDeletedRows);
+}
+
+/** Whether a message was stored under this ID (a send stores it right before calling the provider). */
+export async function isMessageStored(db: Kysely<DB>, messageId: string): Promise<boolean> {
+  return (await db.selectFrom('messages').select('id').where('id', '=', messageId).executeTakeFirst()) !== undefined;
+}
+
+/** The status of a message, if stored. */
+export async function messageStatus(db: Kysely<DB>, messageId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('messages').select('status').where('id', '=', messageId).executeTakeFirst();
+  return row?.status;
+}
+
+/** Fills a delivery's conversation and end user from its message (what a crashed run could not record). */
+export async function fillDeliveryFromMessage(db: Kysely<DB>, deliveryId: string, messageId: string): Promise<void> {
+  const msg = await db
+    .selectFrom('messages as m')
+    .leftJoin('conversations as c', 'c.id', 'm.conversation_id')
+    .select(['m.conversation_id', 'c.end_user_id'])
+    .where('m.id', '=', messageId)
+    .executeTakeFirst();
+  await db
+    .updateTable('campaign_deliveries')
+    .set({ conversation_id: msg?.conversation_id ?? null, end_user_id: msg?.end_user_id ?? null })
+    .where('id', '=', deliveryId)
+    .execute();
 }

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { TemplateParameters } from '../channels/channel.schemas.js';
-import { MAX_PHONE_INPUT } from '../numbers/phone.js';
+import { MAX_PHONE_INPUT } from '../shared/phone.js';
 import { DELIVERY_STATUSES } from './campaign.repository.js';
 
 export const MAX_RECIPIENTS = 1000;

@@ -13,6 +13,7 @@ import { CAMPAIGN_DISPATCH_QUEUE, type CampaignDispatchJob } from './campaign.qu
 import {
   countDeliveries,
   type DeliveryStatus,
+  deleteCampaignAndKeys,
   findCampaignRow,
   insertCampaign,
   listCampaignRows,
@@ -231,18 +232,13 @@ export async function removeCampaign(
       throw new AppError('NOT_FOUND', `No campaign with ID '${clip(input.campaignId, 64)}' in this organization.`);
     }
     const counts = await countDeliveries(trx, row.id);
-    const keys = await trx
-      .deleteFrom('api_keys')
-      .where('org_id', '=', row.org_id)
-      .where('campaign_id', '=', row.id)
-      .executeTakeFirst();
     // Deliveries and dedupe keys go with the campaign (ON DELETE CASCADE).
-    await trx.deleteFrom('campaigns').where('org_id', '=', row.org_id).where('id', '=', row.id).execute();
+    const keys = await deleteCampaignAndKeys(trx, row.org_id, row.id);
     const removed: RemovedCampaign = {
       id: row.id,
       name: row.name,
       removed: true,
-      keys: Number(keys.numDeletedRows),
+      keys,
       unsent: counts.queued,
     };
     if (input.actor) {

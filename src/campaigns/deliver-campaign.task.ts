@@ -1,27 +1,24 @@
-import { sendFromAgent } from '../channels/send-from-agent.js';
+import type { Kysely } from 'kysely';
+import type { SendFromAgentInput, SendFromAgentResult } from '../channels/index.js';
 import type { CampaignsConfig } from '../config.js';
-import type { AppContext } from '../context.js';
+import type { DB } from '../db/schema.js';
 import { type JobRunner, RetryLater } from '../jobs/job-runner.js';
+import type { Clock } from '../shared/clock.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import {
-  CAMPAIGN_DELIVERY_QUEUE,
-  CAMPAIGN_DISPATCH_QUEUE,
-  CAMPAIGN_UNCONFIRMED_QUEUE,
-  type CampaignDeliveryJob,
-  type CampaignDispatchJob,
-  type CampaignUnconfirmedJob,
-} from './campaign.queues.js';
+import { deliveryForSend } from './campaign.fast.js';
+import { CAMPAIGN_DELIVERY_QUEUE, type CampaignDeliveryJob } from './campaign.queues.js';
 import {
   campaignStatus,
   claimDelivery,
-  deliveryForSend,
+  fillDeliveryFromMessage,
+  isMessageStored,
   markDeliveryFailed,
   markDeliverySending,
-  queuedDeliveryIds,
   releaseDelivery,
 } from './campaign.repository.js';
 import { parseParameters } from './campaign.service.js';
+import type { UnconfirmedSends } from './expire-unconfirmed.task.js';
 import type { NumberPacer } from './number-pacer.js';
 
 /** A send waits at most this long for its number's slot; a later slot: the job comes back then. */
@@ -31,7 +28,6 @@ const PAIR_RATE_DELAY_MS = 6_000;
 /** Throughput refusal (130429): the number rests this long, doubling per refusal of the delivery. */
 const THROUGHPUT_BACKOFF_MS = 1_000;
 const MAX_BACKOFF_MS = 60_000;
-const PAGE = 1_000;
 const PAIR_RATE_CODE = 131056;
 /** Codes that mean "not now", not "never": the send is tried again. */
 const THROTTLE_CODES = new Set([130429, 131056, 4, 80007]);
@@ -45,89 +41,52 @@ interface EndUserJson {
   tags?: string[];
 }
 
+/** What sending deliveries uses, all built before the deliverer. */
+export interface DeliveryDeps {
+  readonly db: Kysely<DB>;
+  readonly clock: Clock;
+  readonly config: CampaignsConfig;
+  /** PARLEY_PROVIDER_TIMEOUT_MS: a claim this old (and 30 s more) without its message stored is stale. */
+  readonly providerTimeoutMs: number;
+  readonly pacer: NumberPacer;
+  /** A send from an agent's number (channels' `sendFromAgent`, its dependencies bound). */
+  readonly send: (input: SendFromAgentInput) => Promise<SendFromAgentResult>;
+  /** Where a send whose outcome is unknown is watched. */
+  readonly unconfirmed: Pick<UnconfirmedSends, 'watch'>;
+}
+
 /**
- * Sends campaign deliveries, one job each, paced per sending number. Never twice: a delivery is
- * claimed with our message ID (a compare-and-set on the row) before the provider is called, and
- * `sendFromAgent` stores the message before it calls; a run that finds a message stored for the
- * delivery adopts its outcome instead of sending. A send whose outcome is unknown is left to the
- * provider's status webhooks (our message ID travels as `biz_opaque_callback_data`), and failed if
- * nothing arrives within `unconfirmedMs`.
+ * The delivery queue: sends campaign deliveries, one job each, paced per sending number. Never
+ * twice: a delivery is claimed with our message ID (a compare-and-set on the row) before the
+ * provider is called, and `sendFromAgent` stores the message before it calls; a run that finds a
+ * message stored for the delivery adopts its outcome instead of sending. A send whose outcome is
+ * unknown is watched (expire-unconfirmed.task.ts).
  */
 export class CampaignDeliverer {
-  private ctx: AppContext | undefined;
-  private readonly waiting: ((ctx: AppContext) => void)[] = [];
   /** Jobs turned away for want of a slot, per number, in the current second. */
   private readonly denied = new Map<string, { since: number; count: number }>();
 
-  constructor(
-    private readonly config: CampaignsConfig,
-    private readonly pacer: NumberPacer,
-  ) {}
+  constructor(private readonly deps: DeliveryDeps) {}
 
   define(jobs: JobRunner): void {
-    jobs.define<CampaignDispatchJob>({
-      name: CAMPAIGN_DISPATCH_QUEUE,
-      concurrency: 2,
-      handler: async (payload) => this.dispatch(await this.context(), payload),
-    });
+    const { config, db, clock } = this.deps;
     jobs.define<CampaignDeliveryJob>({
       name: CAMPAIGN_DELIVERY_QUEUE,
       // Jobs mostly wait for their number's slot: enough of them to keep a fast number busy.
-      concurrency: Math.min(64, Math.max(8, this.config.numberMps)),
-      retryDelaysMs: this.config.retryDelaysMs,
-      handler: async (payload) => this.deliver(await this.context(), payload.deliveryId),
+      concurrency: Math.min(64, Math.max(8, config.numberMps)),
+      retryDelaysMs: config.retryDelaysMs,
+      handler: (payload) => this.deliver(payload.deliveryId),
       onLastFailure: async (payload, _job, err) => {
-        const ctx = await this.context();
         const reason = err instanceof Error ? err.message : String(err);
-        await markDeliveryFailed(ctx.db, payload.deliveryId, reason.slice(0, 1000), ctx.clock.now(), {
+        await markDeliveryFailed(db, payload.deliveryId, reason.slice(0, 1000), clock.now(), {
           onlyUnclaimed: true,
         });
       },
     });
-    jobs.define<CampaignUnconfirmedJob>({
-      name: CAMPAIGN_UNCONFIRMED_QUEUE,
-      handler: async (payload) => this.expireUnconfirmed(await this.context(), payload),
-    });
-  }
-
-  /** The context, once built: queues are defined (and may run) before it exists. */
-  attach(ctx: AppContext): void {
-    this.ctx = ctx;
-    for (const resolve of this.waiting.splice(0)) resolve(ctx);
-  }
-
-  private context(): Promise<AppContext> {
-    if (this.ctx) return Promise.resolve(this.ctx);
-    return new Promise((resolve) => this.waiting.push(resolve));
   }
 
   async close(): Promise<void> {
-    await this.pacer.close();
-  }
-
-  /** Queues one delivery job per delivery; run again after a crash, it queues them again (harmless). */
-  private async dispatch(ctx: AppContext, payload: CampaignDispatchJob): Promise<void> {
-    // A paused campaign's deliveries are queued by its resume.
-    if ((await campaignStatus(ctx.db, payload.campaignId)) !== 'active') return;
-    const enqueueAll = (ids: readonly string[]) =>
-      ctx.db.transaction().execute(async (trx) => {
-        for (const deliveryId of ids) {
-          await ctx.jobs.enqueue<CampaignDeliveryJob>(CAMPAIGN_DELIVERY_QUEUE, { deliveryId }, { db: trx });
-        }
-      });
-    if (payload.deliveryIds) {
-      await enqueueAll(payload.deliveryIds);
-    } else {
-      let after = '';
-      for (;;) {
-        const ids = await queuedDeliveryIds(ctx.db, payload.campaignId, after, PAGE);
-        if (ids.length === 0) break;
-        await enqueueAll(ids);
-        after = ids[ids.length - 1] ?? '';
-        ctx.jobs.wake(CAMPAIGN_DELIVERY_QUEUE);
-      }
-    }
-    ctx.jobs.wake(CAMPAIGN_DELIVERY_QUEUE);
+    await this.deps.pacer.close();
   }
 
   /**
@@ -143,17 +102,17 @@ export class CampaignDeliverer {
       this.denied.set(paceKey, w);
     }
     w.count++;
-    const backlogMs = (w.count / this.config.numberMps) * 1000;
+    const backlogMs = (w.count / this.deps.config.numberMps) * 1000;
     return Math.ceil(retryInMs + Math.random() * backlogMs);
   }
 
   /** How long a claim may go without its message stored before another run may take it over. */
-  private staleClaimMs(ctx: AppContext): number {
-    return ctx.config.messaging.providerTimeoutMs + 30_000;
+  private staleClaimMs(): number {
+    return this.deps.providerTimeoutMs + 30_000;
   }
 
-  async deliver(ctx: AppContext, deliveryId: string): Promise<void> {
-    const { db, clock } = ctx;
+  async deliver(deliveryId: string): Promise<void> {
+    const { db, clock } = this.deps;
     const row = await deliveryForSend(db, deliveryId);
     if (row?.state !== 'queued') return;
     if (row.campaign_status !== 'active') return; // its resume queues it again
@@ -164,10 +123,9 @@ export class CampaignDeliverer {
     if (row.message_id !== null) {
       const age = clock.now() - Number(row.claimed_at ?? 0);
       // Another run holds it, or held it until moments ago: let it finish (or its claim go stale).
-      if (age < this.staleClaimMs(ctx))
-        throw new RetryLater(this.staleClaimMs(ctx) - age + 100, 'claimed by another run');
+      if (age < this.staleClaimMs()) throw new RetryLater(this.staleClaimMs() - age + 100, 'claimed by another run');
       if (row.stored_message_id !== null) {
-        await this.adopt(ctx, row.id, row.message_id, {
+        await this.adopt(row.id, row.message_id, {
           status: row.message_status ?? 'pending',
           errorCode: row.message_error_code === null ? null : Number(row.message_error_code),
           error: row.message_error,
@@ -179,7 +137,7 @@ export class CampaignDeliverer {
     }
 
     const paceKey = row.number_id ?? `agent:${row.agent_id}`;
-    const slot = await this.pacer.reserve(paceKey, MAX_PACE_WAIT_MS);
+    const slot = await this.deps.pacer.reserve(paceKey, MAX_PACE_WAIT_MS);
     if (!slot.ok) throw new RetryLater(this.spread(paceKey, slot.retryInMs), 'waiting for the number’s pace');
     if (slot.waitMs > 0) await sleep(slot.waitMs);
     // A pause during the wait stops this send too.
@@ -189,9 +147,9 @@ export class CampaignDeliverer {
     if (!(await claimDelivery(db, row.id, messageId, row.message_id, clock.now()))) return;
     const params = parseParameters(row.parameters) ?? parseParameters(row.default_parameters);
     const endUser = row.end_user ? (JSON.parse(row.end_user) as EndUserJson) : undefined;
-    let result: Awaited<ReturnType<typeof sendFromAgent>>;
+    let result: SendFromAgentResult;
     try {
-      result = await sendFromAgent(ctx, {
+      result = await this.deps.send({
         orgId: row.org_id,
         agentId: row.agent_id,
         to: row.to_phone,
@@ -212,8 +170,7 @@ export class CampaignDeliverer {
         await markDeliveryFailed(db, row.id, err.message, clock.now(), { messageId });
         return;
       }
-      const stored = await db.selectFrom('messages').select('id').where('id', '=', messageId).executeTakeFirst();
-      if (!stored) await releaseDelivery(db, row.id, messageId, clock.now(), false);
+      if (!(await isMessageStored(db, messageId))) await releaseDelivery(db, row.id, messageId, clock.now(), false);
       throw err;
     }
     const at = clock.now();
@@ -225,14 +182,14 @@ export class CampaignDeliverer {
     const { failure } = result;
     switch (failure.kind) {
       case 'throttled':
-        await this.throttled(ctx, row.id, messageId, paceKey, failure.code, row.throttles, result.sentence);
+        await this.throttled(row.id, messageId, paceKey, failure.code, row.throttles, result.sentence);
         return;
       case 'rejected':
         await markDeliveryFailed(db, row.id, result.sentence, at, fields);
         return;
       case 'unknown':
         await markDeliverySending(db, row.id, { ...fields, sentAt: null, at });
-        await this.watchUnconfirmed(ctx, row.id, messageId);
+        await this.deps.unconfirmed.watch(row.id, messageId);
         return;
       default:
         // Certainly not sent (the provider could not be reached, or refused our credentials): try
@@ -243,7 +200,6 @@ export class CampaignDeliverer {
   }
 
   private async throttled(
-    ctx: AppContext,
     deliveryId: string,
     messageId: string,
     paceKey: string,
@@ -251,82 +207,47 @@ export class CampaignDeliverer {
     throttles: number,
     sentence: string,
   ): Promise<void> {
-    const at = ctx.clock.now();
-    if (throttles + 1 > this.config.throttleRetries) {
-      await markDeliveryFailed(ctx.db, deliveryId, sentence, at, { messageId });
+    const { db, clock, config, pacer } = this.deps;
+    const at = clock.now();
+    if (throttles + 1 > config.throttleRetries) {
+      await markDeliveryFailed(db, deliveryId, sentence, at, { messageId });
       return;
     }
-    await releaseDelivery(ctx.db, deliveryId, messageId, at, true);
+    await releaseDelivery(db, deliveryId, messageId, at, true);
     if (code === PAIR_RATE_CODE) throw new RetryLater(backoff(PAIR_RATE_DELAY_MS, throttles), 'pair rate limit');
     const rest = backoff(THROUGHPUT_BACKOFF_MS, throttles);
-    await this.pacer.slowDown(paceKey, rest);
+    await pacer.slowDown(paceKey, rest);
     throw new RetryLater(rest, 'number throughput limit');
   }
 
   /** A run found the message of an earlier run stored: that run reached the provider, or nearly. */
   private async adopt(
-    ctx: AppContext,
     deliveryId: string,
     messageId: string,
     message: { status: string; errorCode: number | null; error: string | null; createdAt: number },
   ): Promise<void> {
-    const at = ctx.clock.now();
+    const { db, clock } = this.deps;
+    const at = clock.now();
     if (message.status === 'rejected') {
       // Refused for certain: a throttle is tried again, anything else failed the delivery.
       if (message.errorCode !== null && THROTTLE_CODES.has(message.errorCode)) {
-        await releaseDelivery(ctx.db, deliveryId, messageId, at, true);
+        await releaseDelivery(db, deliveryId, messageId, at, true);
         throw new RetryLater(THROUGHPUT_BACKOFF_MS, 'throttled before a restart');
       }
-      await markDeliveryFailed(ctx.db, deliveryId, message.error ?? 'The provider rejected the message.', at, {
+      await markDeliveryFailed(db, deliveryId, message.error ?? 'The provider rejected the message.', at, {
         messageId,
       });
       return;
     }
     const accepted = message.status !== 'pending' && message.status !== 'unconfirmed';
-    await markDeliverySending(ctx.db, deliveryId, {
+    await markDeliverySending(db, deliveryId, {
       endUserId: null,
       conversationId: null,
       sentAt: accepted ? message.createdAt : null,
       at,
     });
     // Fill what the crashed run could not record, from the message.
-    const msg = await ctx.db
-      .selectFrom('messages as m')
-      .leftJoin('conversations as c', 'c.id', 'm.conversation_id')
-      .select(['m.conversation_id', 'c.end_user_id'])
-      .where('m.id', '=', messageId)
-      .executeTakeFirst();
-    await ctx.db
-      .updateTable('campaign_deliveries')
-      .set({ conversation_id: msg?.conversation_id ?? null, end_user_id: msg?.end_user_id ?? null })
-      .where('id', '=', deliveryId)
-      .execute();
-    if (!accepted) await this.watchUnconfirmed(ctx, deliveryId, messageId);
-  }
-
-  private async watchUnconfirmed(ctx: AppContext, deliveryId: string, messageId: string): Promise<void> {
-    await ctx.jobs.enqueue<CampaignUnconfirmedJob>(
-      CAMPAIGN_UNCONFIRMED_QUEUE,
-      { deliveryId, messageId },
-      { delayMs: this.config.unconfirmedMs },
-    );
-  }
-
-  /** A send whose outcome no status webhook has settled by now is failed, with that reason. */
-  private async expireUnconfirmed(ctx: AppContext, payload: CampaignUnconfirmedJob): Promise<void> {
-    const message = await ctx.db
-      .selectFrom('messages')
-      .select('status')
-      .where('id', '=', payload.messageId)
-      .executeTakeFirst();
-    if (message && message.status !== 'pending' && message.status !== 'unconfirmed') return;
-    const minutes = Math.round(this.config.unconfirmedMs / 60_000);
-    await markDeliveryFailed(
-      ctx.db,
-      payload.deliveryId,
-      `Whether the provider accepted the message is unknown (its answer was lost) and no status arrived within ${minutes > 0 ? `${minutes} minutes` : 'the allowed time'}; it was not sent again.`,
-      ctx.clock.now(),
-      { messageId: payload.messageId },
-    );
+    await fillDeliveryFromMessage(db, deliveryId, messageId);
+    if (!accepted) await this.deps.unconfirmed.watch(deliveryId, messageId);
   }
 }

@@ -2,18 +2,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppContext } from '../context.js';
 import { BEARER, keyEpochConfirmer, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
-import { IDEMPOTENCY_RESPONSE_HEADERS, IdempotencyHeaders, idempotency } from '../idempotency/idempotency.hook.js';
-import { RATE_LIMIT_HEADERS, rateLimit, rateLimitedResponse, withHeaders } from '../rate-limit/rate-limit.hook.js';
+import { IDEMPOTENCY_RESPONSE_HEADERS, IdempotencyHeaders, idempotency } from '../idempotency/index.js';
+import { RATE_LIMIT_HEADERS, rateLimit, rateLimitedResponse, withHeaders } from '../rate-limit/index.js';
 import { ChannelSendBody, ChannelSendResponse } from './channel.schemas.js';
 import { SendOutcomeUnknown, sendChannelMessage } from './channel.service.js';
+import { sendClaimExpiryMs } from './send-outcome.js';
 
-/**
- * How long an idempotent send may stay in flight before its claim counts as abandoned: the three
- * waits the provider timeout bounds (connecting, the answer's headers, its body) and a minute for
- * everything else, at least the 5 minutes of any claim. Tied to the timeout so that no setting of
- * it lets a retry take over a send still running.
- */
-export const sendClaimExpiryMs = (providerTimeoutMs: number) => 3 * providerTimeoutMs + 60_000;
+export { sendClaimExpiryMs } from './send-outcome.js';
 
 /** POST /api/channels/send: authenticate, validate, call the verb, answer with what it returns. */
 export const channelRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {

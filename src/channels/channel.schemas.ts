@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { MAX_PHONE_INPUT } from '../numbers/phone.js';
+import { MAX_PHONE_INPUT } from '../shared/phone.js';
 
 export const CHANNEL = 'msgapp';
 export const TEMPLATE_LANGUAGE = /^[a-z]{2,3}_[A-Z]{2}$/;

@@ -1,9 +1,9 @@
-import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/auth.js';
-import type { AppContext } from '../context.js';
-import type { ProviderSend } from '../messaging/provider.js';
-import { parseInternationalPhone } from '../numbers/phone.js';
+import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/index.js';
+import type { ProviderSend } from '../messaging/index.js';
+import type { AfterAnswer } from '../shared/after-answer.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
+import { parseInternationalPhone } from '../shared/phone.js';
 import {
   CHANNEL,
   type ChannelSendBody,
@@ -12,9 +12,13 @@ import {
   MAX_HEADER_PARAMETERS,
   TEMPLATE_LANGUAGE,
 } from './channel.schemas.js';
-import { type SendFromAgentInput, sendFailureError, sendFromAgent } from './send-from-agent.js';
+import { type SendDeps, type SendFromAgentInput, sendFromAgent } from './send-from-agent.js';
+import { sendFailureError } from './send-outcome.js';
 
-export { rejectionSentence, SendOutcomeUnknown } from './send-from-agent.js';
+export { rejectionSentence, SendOutcomeUnknown } from './send-outcome.js';
+
+/** What an API send uses: a send's dependencies, and where its after-answer work runs. */
+export type ChannelSendDeps = SendDeps & { readonly afterAnswer: AfterAnswer };
 
 export interface ServiceResult<T> {
   readonly status: number;
@@ -114,7 +118,7 @@ export function checkBody(body: ChannelSendBody): { to: string; content: Provide
  * failure is reported, not retried.
  */
 export async function sendChannelMessage(
-  ctx: AppContext,
+  ctx: ChannelSendDeps,
   principal: Principal,
   body: ChannelSendBody,
   /** The request's cached key awaits the key epoch (see `SendFromAgentInput.confirmKey`). */

@@ -1,228 +1,45 @@
-import { sql } from 'kysely';
-import { keyCacheOf } from '../auth/key-cache.js';
-import type { AppContext } from '../context.js';
-import { emitConversationStarted } from '../conversations/conversation.events.js';
-import {
-  deleteUnstartedConversation,
-  findRecipient,
-  findRecipientStoringMessage,
-  touchConversation,
-} from '../conversations/conversation.repository.js';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { KeyEpochConfirmer } from '../auth/index.js';
 import { type ConversationDeps, openConversation } from '../conversations/conversation.service.js';
-import { raiseMessageStatuses } from '../conversations/status-events.js';
-import { batchedOnPostgres, onPostgresPool, precompiled, slot } from '../db/precompiled.js';
-import {
-  deleteEndUserMadeForSend,
-  type EndUserFields,
-  findOrCreateEndUserByPhone,
-} from '../end-users/end-user-by-phone.js';
-import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
-import type { KeyEpochConfirmer } from '../http/auth.js';
-import {
-  applyPendingStatuses,
-  insertMessage,
-  isWindowOpen,
-  markAccepted,
-  markSendFailed,
-  STATUS_RANK,
-} from '../messaging/message.repository.js';
+import { findRecipient, findRecipientStoringMessage } from '../conversations/index.js';
+import type { Database } from '../db/database.js';
+import type { DB } from '../db/schema.js';
+import { type EndUserFields, findOrCreateEndUserByPhone } from '../end-users/index.js';
+import type { JobRunner } from '../jobs/job-runner.js';
+import type { ProviderResult, ProviderSend } from '../messaging/index.js';
+import { insertMessage, isWindowOpen, STATUS_RANK } from '../messaging/index.js';
 import type { MessageTable } from '../messaging/messaging.tables.js';
-import type { ProviderResult, ProviderSend } from '../messaging/provider.js';
-import { endUserPhoneOf, windowKey } from '../numbers/phone.js';
 import type { AfterAnswer } from '../shared/after-answer.js';
 import { clip } from '../shared/clip.js';
+import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import { endUserPhoneOf, windowKey } from '../shared/phone.js';
+import { recordSendAccepted, recordSendFailed } from './after-send.js';
+import { failureSentence } from './send-outcome.js';
+import { senderOf, storesWithRecipient } from './sender.js';
+
+export { recordAcceptance } from './send.fast.js';
+export { rejectionSentence, SendOutcomeUnknown, sendFailureError } from './send-outcome.js';
 
 /**
- * A 502 after which the provider may have accepted the message (it did not answer in time, the
- * connection was lost after the request went out). The idempotency layer keeps this answer under
- * the key, so a retry with the same key is told so instead of sending a second time.
+ * What a send from an agent's number uses, and nothing more: the members of the application's
+ * context it reads (the context satisfies it as it is; a campaign's deliverer is given it).
  */
-export class SendOutcomeUnknown extends AppError {
-  constructor(message: string) {
-    super('PROVIDER_UNAVAILABLE', message);
-    this.name = 'SendOutcomeUnknown';
-  }
-}
-
-/** The target agent and its number (of the same organization), in one query. */
-const agentWithNumber = precompiled((db) =>
-  db
-    .selectFrom('agents')
-    .leftJoin('messaging_numbers', (join) =>
-      join
-        .onRef('messaging_numbers.id', '=', 'agents.number_id')
-        .onRef('messaging_numbers.org_id', '=', 'agents.org_id'),
-    )
-    .select([
-      'agents.id as agent_id',
-      'messaging_numbers.id as number_id',
-      'messaging_numbers.phone_number_id',
-      'messaging_numbers.access_token_enc',
-    ])
-    .where('agents.org_id', '=', slot<string>(0))
-    .where('agents.id', '=', slot<string>(1)),
-);
-
-/** PostgreSQL: the acceptance and the conversation's last message time in one statement. */
-const acceptAndTouch = precompiled((db) =>
-  db
-    .with('accepted', (q) =>
-      q
-        .updateTable('messages')
-        .set({
-          provider_message_id: slot<string>(0),
-          status: sql<string>`case when status_rank < ${STATUS_RANK.accepted} then 'accepted' else status end`,
-          status_rank: sql<number>`case when status_rank < ${STATUS_RANK.accepted} then ${STATUS_RANK.accepted} else status_rank end`,
-          updated_at: slot<number>(1),
-        })
-        .where('id', '=', slot<string>(2))
-        .returning('id'),
-    )
-    .updateTable('conversations')
-    .set({
-      last_message_at: sql<number>`case when last_message_at < ${slot<number>(3)} then ${slot<number>(3)} else last_message_at end`,
-      updated_at: slot<number>(1),
-    })
-    .where('id', '=', slot<string>(4)),
-);
-
-/**
- * PostgreSQL: the acceptances of several sends (one turn of the event loop's) in one statement. A
- * conversation that two of them touch moves on to the later of their times. The arrays are read
- * through sub-selects so that the planner cannot see their length: a plan made for the values at
- * hand looks cheaper than the generic one every time, so each run would be planned again (about a
- * third of the statement's time); this way the prepared statement keeps its one generic plan.
- */
-const acceptManyAndTouch = precompiled((db) => ({
-  compile: () =>
-    sql`with v as (
-      select * from unnest((select ${slot<string[]>(0)}::text[]), (select ${slot<string[]>(1)}::text[]),
-        (select ${slot<number[]>(2)}::bigint[]), (select ${slot<(string | null)[]>(3)}::text[]),
-        (select ${slot<(number | null)[]>(4)}::bigint[]))
-        as v(id, provider_message_id, at, conversation_id, now)
-    ), accepted as (
-      update messages m set
-        provider_message_id = v.provider_message_id,
-        status = case when m.status_rank < ${sql.lit(STATUS_RANK.accepted)} then 'accepted' else m.status end,
-        status_rank = case when m.status_rank < ${sql.lit(STATUS_RANK.accepted)} then ${sql.lit(STATUS_RANK.accepted)} else m.status_rank end,
-        updated_at = v.at
-      from v where m.id = v.id
-    )
-    update conversations c set
-      last_message_at = case when c.last_message_at < t.now then t.now else c.last_message_at end,
-      updated_at = t.at
-    from (
-      select conversation_id, max(now) as now, max(at) as at from v
-      where conversation_id is not null group by conversation_id
-    ) t
-    where c.id = t.conversation_id`.compile(db),
-}));
-
-interface Acceptance {
-  readonly id: string;
-  readonly providerMessageId: string;
-  readonly at: number;
-  readonly conversation: { id: string; now: number } | null;
-}
-
-/**
- * The provider's ID and the `accepted` status of a message, and its conversation moved on: one
- * statement on PostgreSQL (shared by the sends of one turn of the event loop), one commit on SQLite
- * (writes issued together share it).
- */
-export const recordAcceptance = batchedOnPostgres<Acceptance, void>(
-  async (db, { id, providerMessageId, at, conversation }) => {
-    if (conversation && onPostgresPool(db)) {
-      await acceptAndTouch(db, [providerMessageId, at, id, conversation.now, conversation.id]);
-      return;
-    }
-    await Promise.all([
-      markAccepted(db, id, providerMessageId, at),
-      conversation ? touchConversation(db, conversation.id, conversation.now, at) : undefined,
-    ]);
-  },
-  async (db, items) => {
-    // In the order status batches lock messages (by provider ID): two batches touching the same
-    // messages wait for each other rather than deadlock.
-    const sorted = [...items].sort((x, y) =>
-      x.providerMessageId < y.providerMessageId ? -1 : x.providerMessageId > y.providerMessageId ? 1 : 0,
-    );
-    await acceptManyAndTouch(db, [
-      sorted.map((a) => a.id),
-      sorted.map((a) => a.providerMessageId),
-      sorted.map((a) => a.at),
-      sorted.map((a) => a.conversation?.id ?? null),
-      sorted.map((a) => a.conversation?.now ?? null),
-    ]);
-    return items.map(() => undefined);
-  },
-);
-
-/** What an agent sends from: its number, with the access token opened; no number when unassigned. */
-interface Sender {
-  readonly numberId: string | null;
-  readonly phoneNumberId: string | null;
-  readonly accessToken: string;
-}
-
-/**
- * The agent's sending number, kept in memory beside the keys: every change to an agent's number or
- * to a number's identity or token bumps the key epoch (migration 0014-sender-epoch), which drops it.
- */
-function senderOf(ctx: AppContext, orgId: string, agentId: string): Promise<Sender | undefined> {
-  return keyCacheOf(ctx.database).beside<Sender>(`sender\u0000${orgId}\u0000${agentId}`, async () => {
-    const row = (await agentWithNumber(ctx.db, [orgId, agentId])).rows[0];
-    if (!row) return undefined;
-    return {
-      numberId: row.number_id,
-      phoneNumberId: row.phone_number_id,
-      accessToken: row.access_token_enc ? openToken(ctx, row.access_token_enc) : 'sandbox',
-    };
-  });
-}
-
-/** Why the provider refused, as a sentence the caller can act on. */
-export function rejectionSentence(result: Extract<ProviderResult, { ok: false }>, send: ProviderSend): string {
-  const c = send.content;
-  const detail = result.message ? ` (${clip(result.message, 300)})` : '';
-  switch (result.code) {
-    case 132001:
-      return c.kind === 'template'
-        ? `The provider rejected the message: template '${clip(c.name, 100)}' does not exist in language '${c.language}' or is not approved.`
-        : 'The provider rejected the message: the template does not exist or is not approved.';
-    case 132000:
-      return `The provider rejected the message: the number of template parameters does not match the template${detail}.`;
-    case 131026:
-      return `The provider rejected the message: ${send.to} cannot receive it, it is not a user of the messaging app.`;
-    case 131047:
-      return `The provider rejected the message: more than 24 hours have passed since ${send.to} last wrote to this number; send a template instead.`;
-    case 132015:
-    case 132016:
-      return 'The provider rejected the message: the template is paused or disabled.';
-    case 131030:
-      return `The provider rejected the message: ${send.to} is not on the allowed list of test recipients.`;
-    default:
-      break;
-  }
-  if (result.kind === 'throttled') {
-    return `The provider refused the message because a sending rate limit was reached (code ${result.code ?? 'none'}); retry later with backoff.`;
-  }
-  return `The provider rejected the message${result.code !== null ? ` with code ${result.code}` : ''}${detail}.`;
-}
-
-/** A sealed access token that no longer opens (the secret key changed) is the server's problem, not the caller's. */
-function openToken(ctx: AppContext, sealed: string): string {
-  try {
-    return ctx.messaging.secrets.open(sealed);
-  } catch (err) {
-    ctx.logger.error({ err }, 'the access token of a messaging number cannot be opened with the secret key');
-    throw new AppError(
-      'PROVIDER_UNAVAILABLE',
-      "This agent's messaging number has unusable credentials; an administrator must check the secret key or add the number again.",
-    );
-  }
+export interface SendDeps {
+  readonly database: Database;
+  readonly db: Kysely<DB>;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly jobs: JobRunner;
+  readonly config: { readonly conversations: { readonly idleMs: number } };
+  readonly messaging: {
+    readonly provider: { send(input: ProviderSend): Promise<ProviderResult> };
+    readonly secrets: { open(sealed: string): string };
+  };
+  /** Paces each number's campaign sends; an interactive send is counted against it. */
+  readonly numberPacer: { note(numberId: string): Promise<void> };
 }
 
 /** What a send from an agent's number is part of: the conversation it opens or joins. */
@@ -256,7 +73,7 @@ export interface SendFromAgentInput {
    */
   readonly paced?: boolean;
   /**
-   * The request's key was admitted from the cache and awaits the key epoch (src/http/auth.ts):
+   * The request's key was admitted from the cache and awaits the key epoch (src/auth/key-epoch.ts):
    * called with the epoch the send's first statement read (undefined: none was read), before
    * anything else is decided or written. If the epoch had moved, the key is authenticated again
    * and the cache dropped, so the agent's number is then read afresh too.
@@ -291,7 +108,7 @@ export type SendFromAgentResult =
       readonly endUserId: string | null;
     };
 
-export const conversationDeps = (ctx: AppContext): ConversationDeps => ({
+export const conversationDeps = (ctx: Pick<SendDeps, 'db' | 'jobs' | 'clock' | 'config'>): ConversationDeps => ({
   db: ctx.db,
   jobs: ctx.jobs,
   clock: ctx.clock,
@@ -333,27 +150,6 @@ export function messageRow(
 }
 
 /**
- * Whether the recipient read may store the message too (PostgreSQL, a template from a cached key):
- * the key's epoch and the agent's number, both from memory and both current under that epoch. The
- * statement then stores the message only if the database's epoch is still that one, so a key
- * revoked or a number changed meanwhile (on any node) stores nothing, and the send goes on as any
- * other: the key is authenticated again, the number read again.
- */
-async function storesWithRecipient(
-  ctx: AppContext,
-  input: SendFromAgentInput,
-): Promise<{ epoch: number; sender: Sender & { numberId: string } } | undefined> {
-  const epoch = input.confirmKey?.used;
-  if (ctx.database.dialect !== 'postgres' || input.content.kind !== 'template' || epoch === undefined) return undefined;
-  const cache = keyCacheOf(ctx.database);
-  if (cache.current !== epoch) return undefined;
-  const sender = await senderOf(ctx, input.orgId, input.agentId);
-  // Read under another epoch meanwhile (another request saw it move): not this path.
-  if (!sender?.numberId || !sender.phoneNumberId || cache.current !== epoch) return undefined;
-  return { epoch, sender: { ...sender, numberId: sender.numberId } };
-}
-
-/**
  * Sends from the messaging number of an agent: the agent and its number (404, 400), the 24-hour
  * window for free text (400), the recipient's end user and conversation (found or made), then the
  * provider, once. The message is stored before the provider is called, so a status webhook can
@@ -361,7 +157,7 @@ async function storesWithRecipient(
  * after an acceptance the conversation moves on and, when it is new, `conversation.started` is
  * raised. Never retried here: the result says how the provider answered.
  */
-export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput): Promise<SendFromAgentResult> {
+export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): Promise<SendFromAgentResult> {
   const { orgId, agentId, to, content } = input;
   const wanted = input.conversation;
   const phone = endUserPhoneOf(to);
@@ -449,83 +245,31 @@ export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput):
   // Counted against the number's pace (in this process at once, across nodes shortly after).
   if (!input.paced) void ctx.numberPacer.note(numberId);
   const at = ctx.clock.now();
-  // From here on the provider has answered: bookkeeping that fails is logged, never the caller's
-  // answer (the stored message and its callback data still let later statuses find it).
-  const record = async (what: string, write: () => Promise<unknown>) => {
-    try {
-      await write();
-    } catch (err) {
-      ctx.logger.error(
-        { err, messageId: send.callbackData, providerMessageId: result.ok ? result.messageId : undefined },
-        `the provider answered a send, but recording ${what} failed`,
-      );
-    }
+  // From here on the provider has answered: what fails to be recorded is logged, not answered.
+  const sent = {
+    id: send.callbackData,
+    providerMessageId: result.ok ? result.messageId : undefined,
+    phoneNumberId: send.phoneNumberId,
+    at,
   };
   if (!result.ok) {
     const sentence = failureSentence(result, send);
-    const certain = result.kind !== 'unknown';
-    await record('the failure', () =>
-      markSendFailed(
-        ctx.db,
-        send.callbackData,
-        result.kind === 'rejected' || result.kind === 'throttled' ? 'rejected' : 'unconfirmed',
-        result.code,
-        sentence,
-        at,
-      ),
-    );
-    // Nothing went out: what this send made for its recipient is undone (an unknown outcome keeps it).
-    if (certain && opened?.created) await record('the undo', () => deleteUnstartedConversation(ctx.db, opened.row.id));
-    if (certain && endUser?.created && opened?.created) {
-      await record('the undo', () => deleteEndUserMadeForSend(ctx.db, orgId, endUser.id));
-    }
-    const kept = !certain || !opened?.created;
+    const kept = await recordSendFailed(ctx, sent, result, sentence, { orgId, opened, endUser });
     return {
       ok: false,
       id: send.callbackData,
       failure: result,
       sentence,
-      conversationId: kept ? conversationId : null,
-      endUserId: kept || !endUser?.created ? (endUser?.id ?? null) : null,
+      conversationId: kept.keptConversation ? conversationId : null,
+      endUserId: kept.keptEndUser ? (endUser?.id ?? null) : null,
     };
   }
-  const events = { db: ctx.db, jobs: ctx.jobs, clock: ctx.clock };
-  let accepted = false;
-  await record('the acceptance', async () => {
-    await recordAcceptance(ctx.db, {
-      id: send.callbackData,
-      providerMessageId: result.messageId,
-      at,
-      conversation: opened ? { id: opened.row.id, now } : null,
-    });
-    if (opened?.created && endUser) {
-      await emitConversationStarted(events, opened.row, {
-        endUser: { id: endUser.id, name: endUser.name, phone: endUser.phone, email: endUser.email },
-        messageId: result.messageId,
-        at,
-      });
-      ctx.jobs.wake(EVENT_DELIVERY_QUEUE);
-    }
-    accepted = true;
-  });
-  // Statuses that outran the message (a webhook without our callback data, stored as pending
-  // before the message had its provider ID): read only once the acceptance is committed, as a
-  // status webhook stores one and then looks for the message again. Told after
-  // conversation.started. Nothing in the answer depends on them, so an API request answers first.
-  const outran = async () => {
-    const applied = await applyPendingStatuses(ctx.db, send.callbackData, result.messageId, send.phoneNumberId);
-    await raiseMessageStatuses(events, send.callbackData, result.messageId, applied);
-  };
-  if (accepted) {
-    if (input.afterAnswer) {
-      input.afterAnswer.run('applying the statuses that outran a send', outran, {
-        messageId: send.callbackData,
-        providerMessageId: result.messageId,
-      });
-    } else {
-      await record('the statuses that outran it', outran);
-    }
-  }
+  await recordSendAccepted(
+    ctx,
+    { ...sent, providerMessageId: result.messageId },
+    { now, opened, endUser },
+    input.afterAnswer,
+  );
   return {
     ok: true,
     id: send.callbackData,
@@ -534,36 +278,4 @@ export async function sendFromAgent(ctx: AppContext, input: SendFromAgentInput):
     endUserId: endUser?.id ?? null,
     created: opened?.created ?? false,
   };
-}
-
-/** The sentence of a send that did not go through, or whose outcome is unknown. */
-function failureSentence(result: Extract<ProviderResult, { ok: false }>, send: ProviderSend): string {
-  switch (result.kind) {
-    case 'rejected':
-    case 'throttled':
-      return rejectionSentence(result, send);
-    case 'unknown':
-      return (
-        `The messaging provider's answer is missing (${result.message}), so whether it accepted the message is ` +
-        `unknown; it was not retried. GET /api/messages/${send.callbackData} ` +
-        "shows the message's status once the provider reports on it; send again (with a new Idempotency-Key) only if it never does."
-      );
-    case 'config':
-      return "The messaging provider refused this number's credentials; an administrator must check its access token.";
-    default:
-      return `The messaging provider could not be reached or failed (${result.message}); the message was not sent and was not retried.`;
-  }
-}
-
-/** The AppError a caller of the API gets for a send that did not go through. */
-export function sendFailureError(result: Extract<SendFromAgentResult, { ok: false }>): AppError {
-  switch (result.failure.kind) {
-    case 'rejected':
-    case 'throttled':
-      return new AppError('PROVIDER_REJECTED', result.sentence);
-    case 'unknown':
-      return new SendOutcomeUnknown(result.sentence);
-    default:
-      return new AppError('PROVIDER_UNAVAILABLE', result.sentence);
-  }
 }

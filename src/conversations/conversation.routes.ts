@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { conversationDeps } from '../channels/send-from-agent.js';
 import type { AppContext } from '../context.js';
 import { BEARER, keyEpochConfirmer, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
@@ -13,6 +12,7 @@ import {
   ThreadQuery,
 } from './conversation.schemas.js';
 import {
+  type ConversationDeps,
   closeConversation,
   getConversation,
   listConversationMessages,
@@ -32,7 +32,12 @@ const DESCRIBE_SCOPE = "Permission Channels or Triggers. An agent key sees only 
 export const conversationRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const auth = requireKey(ctx, ['channels', 'triggers']);
   const getByIdAuth = requireKey(ctx, ['channels', 'triggers'], { epochInQuery: true });
-  const deps = conversationDeps(ctx);
+  const deps: ConversationDeps = {
+    db: ctx.db,
+    jobs: ctx.jobs,
+    clock: ctx.clock,
+    idleMs: ctx.config.conversations.idleMs,
+  };
 
   app.get(
     '/api/conversations',

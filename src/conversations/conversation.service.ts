@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
+import { type KeyEpochConfirmer, readConfirmingKey } from '../auth/index.js';
+import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
-import { isUniqueViolation } from '../end-users/end-user.repository.js';
-import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
@@ -9,13 +9,11 @@ import { decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { emitConversationClosed } from './conversation.events.js';
+import { findConversation, findConversationWithKeyEpoch, findOpenConversation } from './conversation.fast.js';
 import {
   type ConversationFilter,
   closeConversationRow,
   closeIdleRows,
-  findConversation,
-  findConversationWithKeyEpoch,
-  findOpenConversation,
   insertConversation,
   listConversationRows,
   listThreadRows,
@@ -144,7 +142,6 @@ export async function closeConversation(
     return row;
   };
   const closed = deps.db.isTransaction ? await close(deps.db) : await deps.db.transaction().execute(close);
-  if (closed && !deps.db.isTransaction) deps.jobs.wake(EVENT_DELIVERY_QUEUE);
   return toConversation(closed ?? (await getConversationRow(deps.db, reader, id)));
 }
 
@@ -162,7 +159,6 @@ export async function closeIdleConversations(deps: ConversationDeps, batch = 500
       return rows.length;
     });
     total += closed;
-    if (closed > 0) deps.jobs.wake(EVENT_DELIVERY_QUEUE);
     if (closed < batch) return total;
   }
 }
@@ -176,17 +172,19 @@ export async function getConversationRow(db: Kysely<DB>, reader: Reader, id: str
   return row;
 }
 
-/** `confirmKeyEpoch`: given when the request's key still awaits the epoch this read returns. */
+/** `confirmKey`: given when the request's key still awaits the epoch this read returns (src/auth/key-epoch.ts). */
 export async function getConversation(
   db: Kysely<DB>,
   reader: () => Reader,
   id: string,
-  confirmKeyEpoch?: (epoch: number) => Promise<void> | undefined,
+  confirmKey?: KeyEpochConfirmer,
 ): Promise<Conversation> {
-  if (!confirmKeyEpoch) return toConversation(await getConversationRow(db, reader(), id));
-  const { row, epoch } = await findConversationWithKeyEpoch(db, { orgId: reader().orgId, id });
+  const row = await readConfirmingKey(
+    confirmKey,
+    () => findConversation(db, reader().orgId, id),
+    () => findConversationWithKeyEpoch(db, { orgId: reader().orgId, id }),
+  );
   // The key is confirmed before anything is answered, a 404 included (the reader may change with it).
-  await confirmKeyEpoch(epoch);
   const { agentId } = reader();
   if (!row || (agentId !== null && row.agent_id !== agentId)) throw notFound(id);
   return toConversation(row);

@@ -1,34 +1,29 @@
 import type { Logger } from 'pino';
+import type { JobRunner } from '../jobs/job-runner.js';
+import { CONVERSATION_IDLE_SWEEP_QUEUE } from '../jobs/queues.js';
 import { type ConversationDeps, closeIdleConversations } from './conversation.service.js';
 
 /**
- * Closes idle conversations every `everyMs` on each node that works jobs. The sweep's UPDATE
- * claims what it closes, so nodes sweeping at once close each conversation once; what it raises
- * (`conversation.closed`) is delivered by the job runner. A conversation is also closed as soon as
- * a new message finds it idle, so a late sweep never joins a message to a stale thread.
+ * Closes idle conversations every `everyMs` (PARLEY_CONVERSATION_SWEEP_MS): a scheduled job of the
+ * job runner, so one node of the region sweeps each interval, not every node. The sweep's UPDATE
+ * claims what it closes all the same, so a sweep that outlives its interval and the next one close
+ * each conversation once; what it raises (`conversation.closed`) is delivered by the job runner. A
+ * conversation is also closed as soon as a new message finds it idle, so a late sweep never joins
+ * a message to a stale thread.
  */
 export class IdleSweeper {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-
   constructor(
     private readonly deps: ConversationDeps,
     private readonly everyMs: number,
     private readonly logger: Logger,
   ) {}
 
-  start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => {
-      if (this.running) return;
-      this.running = this.sweep().finally(() => {
-        this.running = undefined;
-      });
-    }, this.everyMs);
-    this.timer.unref();
+  /** Declares the sweep on the job runner (before its `init()`); it runs once the runner starts. */
+  define(jobs: JobRunner): void {
+    jobs.schedule({ name: CONVERSATION_IDLE_SWEEP_QUEUE, everyMs: this.everyMs, run: () => this.sweep() });
   }
 
-  /** One sweep now; resolves with how many conversations it closed. */
+  /** One sweep now. */
   async sweep(): Promise<void> {
     try {
       const closed = await closeIdleConversations(this.deps);
@@ -36,11 +31,5 @@ export class IdleSweeper {
     } catch (err) {
       this.logger.error({ err }, 'could not close idle conversations');
     }
-  }
-
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
   }
 }

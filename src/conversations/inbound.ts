@@ -1,13 +1,7 @@
-import { isRetryableWrite, isUniqueViolation } from '../end-users/end-user.repository.js';
-import { EVENT_DELIVERY_QUEUE } from '../events/event.service.js';
+import { isRetryableWrite, isUniqueViolation } from '../db/db-errors.js';
 import { emitConversationStarted, emitMessageReceived, type StartedEndUser } from './conversation.events.js';
-import {
-  agentsOfNumber,
-  agentWithOpenConversation,
-  findConversation,
-  setInboundConversation,
-  touchConversation,
-} from './conversation.repository.js';
+import { findConversation, touchConversation } from './conversation.fast.js';
+import { agentsOfNumber, agentWithOpenConversation, setInboundConversation } from './conversation.repository.js';
 import { type ConversationDeps, openConversation } from './conversation.service.js';
 
 export interface InboundOfNumber {
@@ -80,7 +74,6 @@ export async function joinInbound(deps: ConversationDeps, message: InboundOfNumb
         });
         return conversation.id;
       });
-      deps.jobs.wake(EVENT_DELIVERY_QUEUE);
       return id;
     } catch (err) {
       // Two messages of one user at once may race to open the conversation: run again to join it.

@@ -1,5 +1,5 @@
-import { EVENT_DELIVERY_QUEUE, type EventDeps, emitEvents, enabledEndpointsOf } from '../events/event.service.js';
-import type { StatusEvent } from '../messaging/message.repository.js';
+import { type EventDeps, emitEvents, enabledEndpointsOf } from '../events/event.service.js';
+import { findMessageAgent, type StatusEvent } from '../messaging/index.js';
 import { messageStatusEvent } from './conversation.events.js';
 
 /**
@@ -13,18 +13,13 @@ export async function raiseMessageStatuses(
   statuses: readonly StatusEvent[],
 ): Promise<void> {
   if (statuses.length === 0) return;
-  const message = await deps.db
-    .selectFrom('messages')
-    .select(['org_id', 'agent_id', 'conversation_id'])
-    .where('id', '=', id)
-    .executeTakeFirst();
+  const message = await findMessageAgent(deps.db, id);
   if (!message) return;
   const of = { orgId: message.org_id, agentId: message.agent_id, conversationId: message.conversation_id };
   await raiseStatusesOfMessages(
     deps,
     statuses.map((event) => ({ message: of, providerMessageId, event })),
   );
-  deps.jobs.wake(EVENT_DELIVERY_QUEUE);
 }
 
 /**

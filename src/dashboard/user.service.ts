@@ -1,13 +1,15 @@
 import type { Kysely } from 'kysely';
 import { inTransaction, recordAudit } from '../audit/audit.service.js';
+import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
-import { isUniqueViolation } from '../end-users/end-user.repository.js';
 import { getOrganization } from '../orgs/org.service.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import type { Role, UserTable } from './dashboard.tables.js';
 import { hashPassword, MIN_PASSWORD_LENGTH } from './password.js';
+import { deleteSessionsOfUser } from './session.repository.js';
+import { deleteUser, findUserRow, insertUser, listUserRows, setPasswordHash } from './user.repository.js';
 
 export type { Role };
 export const ROLES: readonly Role[] = ['owner', 'admin', 'member'];
@@ -77,7 +79,7 @@ export async function createUser(
   };
   try {
     await inTransaction(db, async (trx) => {
-      await trx.insertInto('users').values(row).execute();
+      await insertUser(trx, row);
       await recordAudit(trx, {
         orgId: org.id,
         actor: input.actor,
@@ -97,22 +99,13 @@ export async function createUser(
 
 export async function listUsers(db: Kysely<DB>, orgId: string): Promise<User[]> {
   await getOrganization(db, orgId);
-  const rows = await db
-    .selectFrom('users')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-  return rows.map(toUser);
+  return (await listUserRows(db, orgId)).map(toUser);
 }
 
 export type UserRef = { email: string } | { id: string };
 
-async function findUserRow(db: Kysely<DB>, orgId: string, ref: UserRef): Promise<UserTable> {
-  let query = db.selectFrom('users').selectAll().where('org_id', '=', orgId);
-  query = 'id' in ref ? query.where('id', '=', ref.id) : query.where('email', '=', ref.email.trim().toLowerCase());
-  const row = await query.executeTakeFirst();
+async function findUser(db: Kysely<DB>, orgId: string, ref: UserRef): Promise<UserTable> {
+  const row = await findUserRow(db, orgId, 'id' in ref ? ref : { email: ref.email.trim().toLowerCase() });
   if (!row) {
     const what = 'id' in ref ? ref.id : ref.email;
     throw new AppError('NOT_FOUND', `no user "${what.slice(0, 254)}" in organization ${orgId}`);
@@ -128,10 +121,10 @@ export async function removeUser(
   ref: UserRef,
   actor: string,
 ): Promise<User> {
-  const row = await findUserRow(db, orgId, ref);
+  const row = await findUser(db, orgId, ref);
   await inTransaction(db, async (trx) => {
-    await trx.deleteFrom('dashboard_sessions').where('user_id', '=', row.id).execute();
-    await trx.deleteFrom('users').where('id', '=', row.id).where('org_id', '=', orgId).execute();
+    await deleteSessionsOfUser(trx, row.id);
+    await deleteUser(trx, orgId, row.id);
     await recordAudit(trx, {
       orgId,
       actor,
@@ -154,16 +147,12 @@ export async function setUserPassword(
   password: string,
   actor: string,
 ): Promise<User> {
-  const row = await findUserRow(db, orgId, ref);
+  const row = await findUser(db, orgId, ref);
   const passwordHash = await hashPassword(checkPassword(password));
   const now = clock.now();
   await inTransaction(db, async (trx) => {
-    await trx
-      .updateTable('users')
-      .set({ password_hash: passwordHash, updated_at: now })
-      .where('id', '=', row.id)
-      .execute();
-    await trx.deleteFrom('dashboard_sessions').where('user_id', '=', row.id).execute();
+    await setPasswordHash(trx, row.id, passwordHash, now);
+    await deleteSessionsOfUser(trx, row.id);
     await recordAudit(trx, {
       orgId,
       actor,

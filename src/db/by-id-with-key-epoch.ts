@@ -2,6 +2,9 @@ import { type Kysely, sql } from 'kysely';
 import { batchedReads, precompiled, slot } from './precompiled.js';
 import type { DB } from './schema.js';
 
+/** The tables whose records belong to an organization by ID (an `id` and an `org_id` column). */
+export type OrgTable = { [T in keyof DB]: DB[T] extends { id: unknown; org_id: unknown } ? T : never }[keyof DB];
+
 /** A record read by ID beside the key epoch, in one snapshot; no record when none matched. */
 export interface WithKeyEpoch<Row> {
   readonly row: Row | undefined;
@@ -23,7 +26,9 @@ export function splitKeyEpoch<Row>(found: Record<string, unknown> | undefined): 
 
 /**
  * A GET by ID whose key the cache admitted: the record (by organization and ID) and the key epoch in
- * one statement, so the key is confirmed without a round trip of its own. `one` is the statement of
+ * one statement, so the key is confirmed without a round trip of its own (the protocol, and the
+ * wrapper services read through, are in src/auth/key-epoch.ts; this is only the statement's shape,
+ * for any table of records an organization owns by ID, named by the feature that calls it). `one` is the statement of
  * a single read (always one row, the epoch's). The reads of one turn of the event loop are taken
  * together just after it (see `batchedReads`): on PostgreSQL they share one statement, on SQLite
  * they run one after the other; each still sees every write committed before its request came in.
@@ -32,7 +37,7 @@ export function splitKeyEpoch<Row>(found: Record<string, unknown> | undefined): 
  * again for every run).
  */
 export function byIdWithKeyEpoch<Row>(
-  table: 'end_users' | 'conversations',
+  table: OrgTable,
   one: (db: Kysely<DB>, read: ByIdRead) => Promise<Record<string, unknown> | undefined>,
 ): (db: Kysely<DB>, read: ByIdRead) => Promise<WithKeyEpoch<Row>> {
   const many = precompiled<Record<string, unknown>>((db) => ({

@@ -8,6 +8,8 @@ import {
   type LimitNode,
   Migrator,
   PostgresDialect,
+  type PostgresDialectConfig,
+  PostgresDriver,
   type QueryCompiler,
   SqliteDialect,
   type SqliteDialectConfig,
@@ -19,6 +21,7 @@ import type pgTypes from 'pg';
 import type { Logger } from 'pino';
 import { ConfigError, type DatabaseConfig } from '../config.js';
 import { ensurePrivateDir, ensurePrivateFile, SQLITE_COMPANIONS } from '../shared/private-files.js';
+import { transactionCommitted, transactionRolledBack } from './after-commit.js';
 import { startCheckpointer, WAL_SIZE_LIMIT } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
 import { isPostgres, usePgStatements, useSqliteStatements } from './precompiled.js';
@@ -61,17 +64,47 @@ class ImmediateSqliteDriver extends SqliteDriver {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }
 
+  // What waits for the commit (`afterCommit`) runs once it is done, or never.
+  override async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await super.commitTransaction(connection);
+    transactionCommitted(connection);
+  }
+
   /**
    * After a full disk or an I/O error SQLite has already rolled the transaction back itself; the
    * ROLLBACK that follows would fail ("no transaction is active") and hide the real error.
    */
   override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    transactionRolledBack(connection);
     try {
-      await connection.executeQuery(CompiledQuery.raw('rollback'));
+      await super.rollbackTransaction(connection);
     } catch (err) {
       if (err instanceof Error && /no transaction is active/.test(err.message)) return;
       throw err;
     }
+  }
+}
+
+/** PostgreSQL through Kysely, running what waits for a transaction's commit (`afterCommit`) after it. */
+class AfterCommitPostgresDriver extends PostgresDriver {
+  override async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await super.commitTransaction(connection);
+    transactionCommitted(connection);
+  }
+
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    transactionRolledBack(connection);
+    await super.rollbackTransaction(connection);
+  }
+}
+
+class AfterCommitPostgresDialect extends PostgresDialect {
+  constructor(private readonly settings: PostgresDialectConfig) {
+    super(settings);
+  }
+
+  override createDriver(): Driver {
+    return new AfterCommitPostgresDriver(this.settings);
   }
 }
 
@@ -198,7 +231,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
       'PostgreSQL dropped an idle connection; it will be replaced',
     );
   });
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new AfterCommitPostgresDialect({ pool }) });
   usePgStatements(db, pool);
   return { db, dialect: 'postgres', sqlite: undefined, close: () => db.destroy() };
 }

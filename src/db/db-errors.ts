@@ -49,3 +49,23 @@ export function databaseUnavailable(): AppError {
     headers: { 'retry-after': String(DATABASE_RETRY_AFTER_SECONDS) },
   });
 }
+
+/** Duplicate key: SQLite SQLITE_CONSTRAINT_UNIQUE / _PRIMARYKEY, PostgreSQL 23505. */
+export function isUniqueViolation(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null || !('code' in err)) return false;
+  const code = (err as { code: unknown }).code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+/** The error's `code` when it is a string (a SQLite or PostgreSQL error code). */
+export const codeOf = (err: unknown): string | undefined => {
+  if (typeof err !== 'object' || err === null || !('code' in err)) return undefined;
+  const code = (err as { code: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+};
+
+/** PostgreSQL gave up on the transaction so that another could go on: a deadlock or a serialization failure. */
+export function isRetryableWrite(err: unknown): boolean {
+  const code = codeOf(err);
+  return code === '40P01' || code === '40001';
+}

@@ -15,7 +15,7 @@ import type {
   MessagingNumberTable,
   MessagingWindowTable,
   PendingStatusTable,
-  WebhookInboxTable,
+  UnroutedWebhookTable,
 } from '../messaging/messaging.tables.js';
 
 /** Tables as the database stores them: snake_case columns, times in ms since epoch. */
@@ -89,7 +89,7 @@ export interface DB {
   end_users: EndUserTable;
   end_user_tags: EndUserTagTable;
   idempotency_keys: IdempotencyKeyTable;
-  webhook_inbox: WebhookInboxTable;
+  webhook_unrouted: UnroutedWebhookTable;
   jobs: JobTable;
   job_dead_letters: JobDeadLetterTable;
   triggers: TriggerTable;

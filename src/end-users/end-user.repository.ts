@@ -1,61 +1,13 @@
 import { type ExpressionBuilder, type Kysely, sql, type Transaction } from 'kysely';
-import { byIdWithKeyEpoch } from '../db/by-id-with-key-epoch.js';
-import { isPostgres, precompiled, slot } from '../db/precompiled.js';
+import { isPostgres } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { EndUser } from './end-user.model.js';
 import type { EndUserTable } from './end-user.table.js';
 import { prefixEnd } from './normalize.js';
 
+/** SQL of end users outside the hot path (that is in end-user.fast.ts); nothing else. */
+
 type Db = Kysely<DB> | Transaction<DB>;
-
-/** Duplicate key: SQLite SQLITE_CONSTRAINT_UNIQUE / _PRIMARYKEY, PostgreSQL 23505. */
-export function isUniqueViolation(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null || !('code' in err)) return false;
-  const code = (err as { code: unknown }).code;
-  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
-
-const codeOf = (err: unknown): string | undefined => {
-  if (typeof err !== 'object' || err === null || !('code' in err)) return undefined;
-  const code = (err as { code: unknown }).code;
-  return typeof code === 'string' ? code : undefined;
-};
-
-/** PostgreSQL gave up on the transaction so that another could go on: a deadlock or a serialization failure. */
-export function isRetryableWrite(err: unknown): boolean {
-  const code = codeOf(err);
-  return code === '40P01' || code === '40001';
-}
-
-/**
- * The database refused the row itself, for a reason other than a duplicate: a check, foreign key,
- * not-null or trigger constraint, or a value it cannot store. Retrying the same write cannot help.
- */
-export function isRefusedWrite(err: unknown): boolean {
-  const code = codeOf(err);
-  if (code === undefined || isUniqueViolation(err)) return false;
-  if (code.startsWith('SQLITE_CONSTRAINT') || code === 'SQLITE_MISMATCH' || code === 'SQLITE_TOOBIG') return true;
-  // PostgreSQL SQLSTATE classes 22 (data exception) and 23 (integrity constraint), and P0001 (RAISE).
-  return /^(22|23)[0-9A-Z]{3}$/.test(code) || code === 'P0001';
-}
-
-const WRITE_ATTEMPTS = 5;
-
-/**
- * Runs a write (a whole transaction) again when PostgreSQL aborted it as a deadlock victim or a
- * serialization failure, a few times with a short random pause; the last error is thrown as is.
- * SQLite needs none of this: its one writer waits (busy_timeout) instead.
- */
-export async function withWriteRetry<T>(write: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await write();
-    } catch (err) {
-      if (attempt >= WRITE_ATTEMPTS || !isRetryableWrite(err)) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20 * attempt));
-    }
-  }
-}
 
 function parseJson<T>(text: string, fallback: T): T {
   try {
@@ -92,36 +44,6 @@ export async function findEndUser(db: Db, orgId: string, id: string, lock = fals
   if (lock && isPostgres(db)) query = query.forUpdate();
   return query.executeTakeFirst();
 }
-
-/**
- * The read of GET by ID, the hottest query: built and compiled once, and on SQLite a statement
- * prepared once (Kysely would build and prepare it again on every call).
- */
-const endUserById = precompiled((db) =>
-  db.selectFrom('end_users').selectAll().where('id', '=', slot<string>(0)).where('org_id', '=', slot<string>(1)),
-);
-
-export async function findEndUserById(db: Db, orgId: string, id: string): Promise<EndUserTable | undefined> {
-  return (await endUserById(db, [id, orgId])).rows[0];
-}
-
-/** The key epoch and the end user (if any) in one statement: always one row, the epoch's. */
-const endUserByIdWithKeyEpoch = precompiled((db) =>
-  db
-    .selectFrom('key_epoch')
-    .leftJoin('end_users', (join) =>
-      join.on('end_users.id', '=', slot<string>(0)).on('end_users.org_id', '=', slot<string>(1)),
-    )
-    .selectAll('end_users')
-    .select('key_epoch.epoch as key_epoch')
-    .where('key_epoch.id', '=', 1),
-);
-
-/** See `byIdWithKeyEpoch`: the reads of one turn of the event loop are taken together just after it. */
-export const findEndUserByIdWithKeyEpoch = byIdWithKeyEpoch<EndUserTable>(
-  'end_users',
-  async (db, { orgId, id }) => (await endUserByIdWithKeyEpoch(db, [id, orgId])).rows[0],
-);
 
 export async function findByPhone(db: Db, orgId: string, phone: string): Promise<EndUserTable | undefined> {
   return db

@@ -2,7 +2,7 @@ import { METHODS } from 'node:http';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Ajv from 'ajv';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Principal } from '../auth/auth.js';
+import type { Principal } from '../auth/index.js';
 import type { AppContext } from '../context.js';
 import { BEARER, keyEpochConfirmer, principalOf, requireKey } from '../http/auth.js';
 import { installJsonParser } from '../http/json-body.js';

@@ -1,7 +1,3 @@
-import type { CountryCode } from 'libphonenumber-js';
-// The "max" metadata checks number patterns, not only lengths, so isValid() refuses numbers no carrier uses.
-import { AsYouType, parsePhoneNumberFromString } from 'libphonenumber-js/max';
-
 // Deliberately loose: one @, something on each side, a dot in the domain, no spaces. Mailbox
 // rules are the mail server's business; this only catches what is clearly not an address.
 const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
@@ -15,41 +11,11 @@ export function normalizeEmail(value: string): string | undefined {
 }
 
 /**
- * E.164 (`+14155552671`), or undefined when the text is not exactly one valid number. A number
- * written without `+` is read in the organization's default country, when it has one. Text around
- * the number (`+447400123456abc`, `call +1...`) and extensions (`ext. 12`, `x12`) are refused, not
- * dropped: an extension cannot be messaged, and silently keeping part of the input would store a
- * number the caller did not write.
- */
-export function normalizePhone(value: string, defaultCountry?: string | null): string | undefined {
-  const text = value.trim();
-  if (!text || text.length > 40) return undefined;
-  const parsed = parsePhoneNumberFromString(text, {
-    ...(defaultCountry ? { defaultCountry: defaultCountry as CountryCode } : {}),
-    extract: false,
-  });
-  if (!parsed?.isValid() || parsed.ext) return undefined;
-  return parsed.number;
-}
-
-/**
  * The key a name is searched by: NFKC, then lower-cased by JavaScript, the same on every database
  * (SQLite's lower() folds ASCII only). Stored in end_users.name_search and applied to `q`.
  */
 export function searchKey(text: string): string {
   return text.normalize('NFKC').toLowerCase();
-}
-
-/**
- * The E.164 prefix of a partly typed national number (`07400` in GB → `+447400`), or undefined
- * when the text is not digits and separators or reads as nothing in that country.
- */
-export function nationalPhonePrefix(text: string, country: string): string | undefined {
-  if (!/^[\d\s().-]+$/.test(text)) return undefined;
-  const typed = new AsYouType(country as CountryCode);
-  typed.input(text);
-  const value = typed.getNumberValue();
-  return value && /^\+\d+$/.test(value) ? value : undefined;
 }
 
 /**

@@ -8,6 +8,8 @@ import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import type { Clock } from '../shared/clock.js';
 import { guardedLookup, isPrivateAddress, PrivateAddressError } from './address-guard.js';
+import { findDeliveryToSend, recordDeliveryAttempt, setDeliveryFailed } from './delivery.repository.js';
+import { clearEndpointFailing, disableEndpointRow, markEndpointFailing } from './endpoint.repository.js';
 import { EVENT_DELIVERY_QUEUE, type EventDeliveryJob } from './event.service.js';
 
 const USER_AGENT = 'Parley-Webhooks/1';
@@ -73,25 +75,7 @@ export class EventDeliverer {
 
   async deliver(deliveryId: string): Promise<void> {
     const { db, clock, config } = this.options;
-    const row = await db
-      .selectFrom('event_deliveries as d')
-      .innerJoin('event_endpoints as e', 'e.id', 'd.endpoint_id')
-      .select([
-        'd.id',
-        'd.event_id',
-        'd.payload',
-        'd.status',
-        'd.created_at',
-        'e.id as endpoint_id',
-        'e.url',
-        'e.secret',
-        'e.previous_secret',
-        'e.previous_secret_until',
-        'e.disabled_at',
-        'e.disabled_reason',
-      ])
-      .where('d.id', '=', deliveryId)
-      .executeTakeFirst();
+    const row = await findDeliveryToSend(db, deliveryId);
     // Deleted with its endpoint, or delivered by an earlier run of this job.
     if (!row || row.status === 'delivered') return;
     if (row.disabled_at !== null) {
@@ -118,7 +102,7 @@ export class EventDeliverer {
     }
     if (status !== undefined && status >= 200 && status < 300) {
       await this.record(deliveryId, { status: 'delivered', code: status });
-      await db.updateTable('event_endpoints').set({ failing_since: null }).where('id', '=', row.endpoint_id).execute();
+      await clearEndpointFailing(db, row.endpoint_id);
       return;
     }
     if (status === 410) {
@@ -137,12 +121,7 @@ export class EventDeliverer {
       error: reason,
     });
     // A run of failures that has lasted too long disables the endpoint.
-    const endpoint = await db
-      .updateTable('event_endpoints')
-      .set((eb) => ({ failing_since: eb.fn.coalesce('failing_since', eb.val(now)) }))
-      .where('id', '=', row.endpoint_id)
-      .returning('failing_since')
-      .executeTakeFirst();
+    const endpoint = await markEndpointFailing(db, row.endpoint_id, now);
     const since = endpoint?.failing_since === null || endpoint === undefined ? now : Number(endpoint.failing_since);
     if (now - since >= config.disableAfterMs) {
       const days = Math.round(config.disableAfterMs / 86_400_000);
@@ -184,37 +163,21 @@ export class EventDeliverer {
     outcome: { status: 'pending' | 'delivered' | 'failed'; code?: number; error?: string },
   ): Promise<void> {
     const now = this.options.clock.now();
-    await this.options.db
-      .updateTable('event_deliveries')
-      .set((eb) => ({
-        status: outcome.status,
-        attempts: eb('attempts', '+', 1),
-        last_status_code: outcome.code ?? null,
-        last_error: outcome.error?.slice(0, MAX_ERROR) ?? null,
-        updated_at: now,
-        ...(outcome.status === 'delivered' ? { delivered_at: now } : {}),
-      }))
-      .where('id', '=', deliveryId)
-      .execute();
+    await recordDeliveryAttempt(
+      this.options.db,
+      deliveryId,
+      { status: outcome.status, code: outcome.code ?? null, error: outcome.error?.slice(0, MAX_ERROR) ?? null },
+      now,
+    );
   }
 
   /** The last attempt failed (its failure is already recorded): the delivery is failed for good. */
   private async fail(deliveryId: string, error: string): Promise<void> {
-    await this.options.db
-      .updateTable('event_deliveries')
-      .set({ status: 'failed', last_error: error.slice(0, MAX_ERROR), updated_at: this.options.clock.now() })
-      .where('id', '=', deliveryId)
-      .where('status', '!=', 'delivered')
-      .execute();
+    await setDeliveryFailed(this.options.db, deliveryId, error.slice(0, MAX_ERROR), this.options.clock.now());
   }
 
   private async disable(endpointId: string, reason: string): Promise<void> {
-    await this.options.db
-      .updateTable('event_endpoints')
-      .set({ disabled_at: this.options.clock.now(), disabled_reason: reason })
-      .where('id', '=', endpointId)
-      .where('disabled_at', 'is', null)
-      .execute();
+    await disableEndpointRow(this.options.db, endpointId, this.options.clock.now(), reason);
     this.options.logger.warn({ endpointId, reason }, 'event endpoint disabled');
   }
 }

@@ -7,6 +7,23 @@ import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import {
+  deleteDeliveriesOfEndpoint,
+  findDeliveryOrg,
+  findDeliveryRow,
+  listDeliveryRows,
+  setDeliveryPending,
+} from './delivery.repository.js';
+import {
+  deleteEndpointRow,
+  findAgentIdInOrg,
+  findEndpointOrg,
+  findEndpointRow,
+  insertEndpoint,
+  listEndpointRows,
+  setEndpointEnabled,
+  setEndpointSecret,
+} from './endpoint.repository.js';
 import { EVENT_DELIVERY_QUEUE, EVENT_TYPES, type EventDeliveryJob, isEventType } from './event.service.js';
 import type { EventDeliveryStatus, EventDeliveryTable, EventEndpointTable } from './event.tables.js';
 
@@ -105,12 +122,7 @@ export async function createEndpoint(
   const url = checkEndpointUrl(input.url);
   const events = parseEvents(input.events);
   if (input.agentId !== undefined) {
-    const agent = await db
-      .selectFrom('agents')
-      .select('id')
-      .where('org_id', '=', input.orgId)
-      .where('id', '=', input.agentId)
-      .executeTakeFirst();
+    const agent = await findAgentIdInOrg(db, input.orgId, input.agentId);
     if (!agent) throw new AppError('NOT_FOUND', `No agent '${clip(input.agentId, 64)}' in this organization.`);
   }
   const row: EventEndpointTable = {
@@ -129,7 +141,7 @@ export async function createEndpoint(
   };
   const actor = input.actor;
   await inTransaction(db, async (trx) => {
-    await trx.insertInto('event_endpoints').values(row).execute();
+    await insertEndpoint(trx, row);
     if (actor) {
       await recordAudit(trx, {
         orgId: input.orgId,
@@ -146,23 +158,12 @@ export async function createEndpoint(
 }
 
 export async function listEndpoints(db: Kysely<DB>, orgId: string): Promise<EventEndpoint[]> {
-  const rows = await db
-    .selectFrom('event_endpoints')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .orderBy('created_at')
-    .orderBy('id')
-    .execute();
+  const rows = await listEndpointRows(db, orgId);
   return rows.map(toEndpoint);
 }
 
 async function endpointOf(db: Kysely<DB>, orgId: string, id: string): Promise<EventEndpointTable> {
-  const row = await db
-    .selectFrom('event_endpoints')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('id', '=', id)
-    .executeTakeFirst();
+  const row = await findEndpointRow(db, orgId, id);
   if (!row) throw new AppError('NOT_FOUND', `No endpoint '${clip(id, 64)}' in this organization.`);
   return row;
 }
@@ -176,8 +177,8 @@ export async function deleteEndpoint(
 ): Promise<void> {
   const endpoint = await endpointOf(db, orgId, id);
   await inTransaction(db, async (trx) => {
-    await trx.deleteFrom('event_deliveries').where('endpoint_id', '=', id).execute();
-    await trx.deleteFrom('event_endpoints').where('id', '=', id).where('org_id', '=', orgId).execute();
+    await deleteDeliveriesOfEndpoint(trx, id);
+    await deleteEndpointRow(trx, orgId, id);
     if (audit) {
       await recordAudit(trx, {
         orgId,
@@ -202,22 +203,14 @@ export async function rotateEndpointSecret(
   const row = await endpointOf(db, orgId, id);
   const secret = newSecret();
   const until = clock.now() + ROTATION_OVERLAP_MS;
-  await db
-    .updateTable('event_endpoints')
-    .set({ secret, previous_secret: row.secret, previous_secret_until: until })
-    .where('id', '=', id)
-    .execute();
+  await setEndpointSecret(db, id, { secret, previous: row.secret, until });
   return { id, secret, previousSecretValidUntil: until };
 }
 
 /** Turns a disabled endpoint back on (its failed deliveries stay failed until replayed). */
 export async function enableEndpoint(db: Kysely<DB>, orgId: string, id: string): Promise<EventEndpoint> {
   await endpointOf(db, orgId, id);
-  await db
-    .updateTable('event_endpoints')
-    .set({ disabled_at: null, disabled_reason: null, failing_since: null })
-    .where('id', '=', id)
-    .execute();
+  await setEndpointEnabled(db, id);
   return toEndpoint(await endpointOf(db, orgId, id));
 }
 
@@ -228,13 +221,10 @@ export async function listDeliveries(
   options: { failed?: boolean; limit?: number } = {},
 ): Promise<EventDelivery[]> {
   await endpointOf(db, orgId, endpointId);
-  let query = db.selectFrom('event_deliveries').selectAll().where('endpoint_id', '=', endpointId);
-  if (options.failed) query = query.where('status', '=', 'failed');
-  const rows = await query
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(options.limit ?? 100)
-    .execute();
+  const rows = await listDeliveryRows(db, endpointId, {
+    ...(options.failed !== undefined ? { failed: options.failed } : {}),
+    limit: options.limit ?? 100,
+  });
   return rows.map(toDelivery);
 }
 
@@ -246,23 +236,13 @@ export async function replayDelivery(
   orgId: string,
   deliveryId: string,
 ): Promise<EventDelivery> {
-  const row = await db
-    .selectFrom('event_deliveries')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('id', '=', deliveryId)
-    .executeTakeFirst();
+  const row = await findDeliveryRow(db, orgId, deliveryId);
   if (!row) throw new AppError('NOT_FOUND', `No delivery '${clip(deliveryId, 64)}' in this organization.`);
   if (row.status === 'pending') throw new AppError('INVALID_BODY', `Delivery '${deliveryId}' is still pending.`);
   await db.transaction().execute(async (trx) => {
-    await trx
-      .updateTable('event_deliveries')
-      .set({ status: 'pending', updated_at: clock.now() })
-      .where('id', '=', deliveryId)
-      .execute();
+    await setDeliveryPending(trx, deliveryId, clock.now());
     await jobs.enqueue<EventDeliveryJob>(EVENT_DELIVERY_QUEUE, { deliveryId }, { db: trx });
   });
-  jobs.wake(EVENT_DELIVERY_QUEUE);
   return toDelivery({ ...row, status: 'pending' });
 }
 
@@ -270,12 +250,8 @@ export async function replayDelivery(
 export async function orgOf(db: Kysely<DB>, what: { endpointId?: string; deliveryId?: string }): Promise<string> {
   const row =
     what.endpointId !== undefined
-      ? await db.selectFrom('event_endpoints').select('org_id').where('id', '=', what.endpointId).executeTakeFirst()
-      : await db
-          .selectFrom('event_deliveries')
-          .select('org_id')
-          .where('id', '=', what.deliveryId ?? '')
-          .executeTakeFirst();
+      ? await findEndpointOrg(db, what.endpointId)
+      : await findDeliveryOrg(db, what.deliveryId ?? '');
   if (!row) {
     throw new AppError(
       'NOT_FOUND',

@@ -2,9 +2,14 @@ import { createHash } from 'node:crypto';
 import type { Insertable, Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
+import { EVENT_DELIVERY_QUEUE } from '../jobs/queues.js';
 import type { Clock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
+import { insertDeliveries } from './delivery.repository.js';
+import { type EventEndpointOfOrg, listEnabledEndpointRows } from './endpoint.repository.js';
 import type { EventDeliveryTable } from './event.tables.js';
+
+export type { EventEndpointOfOrg };
 
 /** Every kind of event an endpoint can receive. */
 export const EVENT_TYPES = [
@@ -17,8 +22,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 export const isEventType = (value: string): value is EventType => (EVENT_TYPES as readonly string[]).includes(value);
 
-/** The job queue of event deliveries. */
-export const EVENT_DELIVERY_QUEUE = 'event-delivery';
+export { EVENT_DELIVERY_QUEUE };
 
 /** What a delivery job carries. */
 export interface EventDeliveryJob {
@@ -58,23 +62,10 @@ export function eventBody(event: Pick<EventToEmit, 'type' | 'data' | 'at'>): str
   return JSON.stringify({ type: event.type, timestamp: new Date(event.at).toISOString(), data: event.data });
 }
 
-/** An enabled event endpoint, as `enabledEndpointsOf` reads them. */
-export interface EventEndpointOfOrg {
-  readonly id: string;
-  readonly org_id: string;
-  readonly agent_id: string | null;
-  readonly events: string;
-}
-
 /** The enabled event endpoints of these organizations, in one statement (for `emitEvents`' `known`). */
 export async function enabledEndpointsOf(db: Kysely<DB>, orgIds: readonly string[]): Promise<EventEndpointOfOrg[]> {
   if (orgIds.length === 0) return [];
-  return db
-    .selectFrom('event_endpoints')
-    .select(['id', 'org_id', 'agent_id', 'events'])
-    .where('org_id', 'in', [...new Set(orgIds)])
-    .where('disabled_at', 'is', null)
-    .execute();
+  return listEnabledEndpointRows(db, orgIds);
 }
 
 /**
@@ -141,12 +132,7 @@ export async function emitEvents(
     const made: string[] = [];
     for (let i = 0; i < rows.length; i += DELIVERIES_PER_INSERT) {
       // An event an endpoint already has (work that ran again) is recorded once.
-      const inserted = await trx
-        .insertInto('event_deliveries')
-        .values(rows.slice(i, i + DELIVERIES_PER_INSERT))
-        .onConflict((oc) => oc.columns(['endpoint_id', 'event_id']).doNothing())
-        .returning('id')
-        .execute();
+      const inserted = await insertDeliveries(trx, rows.slice(i, i + DELIVERIES_PER_INSERT));
       for (const { id } of inserted) made.push(id);
     }
     await deps.jobs.enqueueMany<EventDeliveryJob>(
@@ -157,6 +143,5 @@ export async function emitEvents(
     return made;
   };
   const made = deps.db.isTransaction ? await run(deps.db) : await deps.db.transaction().execute(run);
-  if (made.length > 0 && !deps.db.isTransaction) deps.jobs.wake(EVENT_DELIVERY_QUEUE);
   return made;
 }

@@ -17,7 +17,7 @@ import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
 import { AppError } from '../shared/errors.js';
 import { triggerRoutes } from '../triggers/trigger.routes.js';
 import { apiReference } from './api-reference.js';
-import { settleKeyEpoch } from './auth.js';
+import { settleKeyEpoch, unconfirmedKey } from './auth.js';
 import {
   ChannelError,
   CodedError,
@@ -129,6 +129,14 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
   // Off unless PARLEY_METRICS is set: then every answer is counted (no hook at all otherwise).
   if (ctx.metrics) installMetricsHook(app, ctx.metrics);
   app.addHook('onSend', (request, reply, payload, done) => {
+    // Fail closed: a key admitted on the cache whose epoch the route never confirmed answers the 401
+    // of a revoked key, not what the route answered (src/auth/key-epoch.ts). The error's own answer
+    // comes back through this hook, with the key no longer pending.
+    const unconfirmed = unconfirmedKey(request);
+    if (unconfirmed) {
+      done(unconfirmed);
+      return;
+    }
     // A page that sets its own policy (the API reference at /api/docs) keeps it.
     if (reply.hasHeader('content-security-policy')) reply.headers(PAGE_SECURITY_HEADERS);
     else reply.headers(SECURITY_HEADERS);

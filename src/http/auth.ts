@@ -6,26 +6,25 @@ import type {
   onRequestHookHandler,
 } from 'fastify';
 import { admit, authenticate, type KeyRecord, keyHashOf, type Principal } from '../auth/auth.js';
-import { type KeyCache, keyCacheOf } from '../auth/key-cache.js';
+import { keyCacheOf } from '../auth/key-cache.js';
+import {
+  keyEpochConfirmer as confirmerOf,
+  confirmKeyEpoch as confirmPendingKey,
+  type KeyEpochConfirmer,
+  type PendingKey,
+  settleKeyEpoch as settlePendingKey,
+  unconfirmedKeyError,
+} from '../auth/key-epoch.js';
 import type { AppContext } from '../context.js';
 import type { Permission } from '../keys/permissions.js';
 import { AppError } from '../shared/errors.js';
 import type { Family } from './errors.js';
 
-/** A key admitted from the cache whose epoch the route's own query must still confirm. */
-interface PendingKeyCheck {
-  readonly epoch: number;
-  /** Records the use once the key is confirmed ("last used" counts only requests the key opened). */
-  readonly touch: () => Promise<void> | undefined;
-  /** Authenticates again from the database (the epoch moved): the principal, or the 401/403. */
-  readonly again: () => Promise<Principal>;
-}
-
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
     /** Set by `requireKey` with `epochInQuery` (only on those routes); cleared by `confirmKeyEpoch`. */
-    keyCheck?: PendingKeyCheck | undefined;
+    keyCheck?: PendingKey<Principal> | undefined;
   }
   interface FastifyContextConfig {
     /** Which error envelope this route answers with. */
@@ -43,7 +42,8 @@ export interface RequireKeyOptions {
    * answers (a cached key then costs no statement or round trip of its own): a read, or a route
    * whose first statement is a read, confirmed before anything is written. Any error answered
    * while the key awaits confirmation confirms it first (the error handler), so a key revoked
-   * meanwhile gets its 401, not the error its request would have had.
+   * meanwhile gets its 401, not the error its request would have had. A route that answers without
+   * confirming it fails closed: the 401 of a revoked key (src/auth/key-epoch.ts).
    */
   readonly epochInQuery?: boolean;
 }
@@ -129,36 +129,16 @@ function isAdmitted(
 }
 
 /**
- * For routes with `epochInQuery`: the key epoch their query read. If it moved since the key was
- * cached, the key is authenticated again from the database, and a key revoked (or a plan changed)
- * meanwhile is refused here, before the route answers.
+ * For routes with `epochInQuery`: the key epoch their query read (undefined: none, so it is read
+ * now). See src/auth/key-epoch.ts: a key revoked (or a plan changed) meanwhile is refused here,
+ * before the route answers.
  */
 export function confirmKeyEpoch(
   ctx: Pick<AppContext, 'database'>,
   request: FastifyRequest,
-  /** Undefined: the route read none, so it is read now. */
   seen: number | undefined,
 ): Promise<void> | undefined {
-  const check = request.keyCheck;
-  if (!check) return undefined;
-  request.keyCheck = undefined;
-  const cache = keyCacheOf<KeyRecord>(ctx.database);
-  // The usual case, an epoch read and unchanged, settles in the same turn: no promise to wait for.
-  if (seen !== undefined) return confirmWith(cache, request, check, seen);
-  return cache.readEpoch().then((epoch) => confirmWith(cache, request, check, epoch));
-}
-
-/** The key confirmed by the epoch read, or authenticated again from the database. */
-function confirmWith(
-  cache: KeyCache<KeyRecord>,
-  request: FastifyRequest,
-  check: PendingKeyCheck,
-  epoch: number | undefined,
-): Promise<void> | undefined {
-  if (epoch !== undefined && cache.confirm(check.epoch, epoch)) return check.touch();
-  return check.again().then((principal) => {
-    request.principal = principal;
-  });
+  return confirmPendingKey(keyCacheOf(ctx.database), request, seen);
 }
 
 /**
@@ -166,22 +146,20 @@ function confirmWith(
  * answer); undefined when there is nothing to wait for.
  */
 export function settleKeyEpoch(ctx: Pick<AppContext, 'database'>, request: FastifyRequest): Promise<void> | undefined {
-  return request.keyCheck ? confirmKeyEpoch(ctx, request, undefined) : undefined;
+  return request.keyCheck ? settlePendingKey(keyCacheOf(ctx.database), request) : undefined;
 }
 
-/**
- * What a route with `epochInQuery` hands its read: the confirmation, if the request's key awaits
- * one, carrying (`used`) the epoch the key was cached under, which the read must see to confirm it.
- */
-export type KeyEpochConfirmer = ((epoch: number | undefined) => Promise<void> | undefined) & { readonly used: number };
-
+/** What a route with `epochInQuery` hands its read (src/auth/key-epoch.ts), if the key awaits confirmation. */
 export function keyEpochConfirmer(
   ctx: Pick<AppContext, 'database'>,
   request: FastifyRequest,
 ): KeyEpochConfirmer | undefined {
-  const check = request.keyCheck;
-  if (!check) return undefined;
-  return Object.assign((epoch: number | undefined) => confirmKeyEpoch(ctx, request, epoch), { used: check.epoch });
+  return request.keyCheck ? confirmerOf(keyCacheOf(ctx.database), request) : undefined;
+}
+
+/** Fail closed, as the answer goes out: the 401 of a request whose cached key was never confirmed. */
+export function unconfirmedKey(request: FastifyRequest): Error | undefined {
+  return request.keyCheck ? unconfirmedKeyError(request) : undefined;
 }
 
 /** The authenticated principal of a protected route's request. */

@@ -4,13 +4,6 @@ import type { IdempotencyKeyTable } from './idempotency.table.js';
 
 export type IdempotencyRow = IdempotencyKeyTable;
 
-/** True when an INSERT failed because the (org_id, key) row already exists. */
-export function isUniqueViolation(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const code = (err as { code?: unknown }).code;
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
-}
-
 /** Inserts an in-flight claim; throws a unique violation when the key is taken. */
 export async function insertClaim(
   db: Kysely<DB>,

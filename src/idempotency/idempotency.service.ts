@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
-import { deleteOlderThan, findClaim, insertClaim, isUniqueViolation, takeOverClaim } from './idempotency.repository.js';
+import { deleteOlderThan, findClaim, insertClaim, takeOverClaim } from './idempotency.repository.js';
 
 /** How long a finished key replays its response; after that the key may be used afresh. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;

@@ -1,11 +1,11 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { CompiledQuery, type Kysely } from 'kysely';
 import type PgBoss from 'pg-boss';
 import type { Logger } from 'pino';
 import { withStartupLock } from '../db/database.js';
 import { PerTurn } from '../db/per-turn.js';
 import type { DB } from '../db/schema.js';
-import type { ClaimedJob, JobStore } from './job-runner.js';
+import type { ClaimedJob, JobStore } from './job-store.js';
 
 /** What a pg-boss job's data holds: the payload and the attempt it is at. */
 interface Envelope {
@@ -37,6 +37,13 @@ function executorOf(db: Kysely<DB>): PgBoss.Db {
       });
     },
   };
+}
+
+/** A UUID of its own for each queue and key (a scheduled job's interval), the same on every node. */
+function uuidOf(queue: string, key: string): string {
+  const hex = createHash('sha256').update(`${queue}\u0000${key}`).digest('hex');
+  const variant = ((Number.parseInt(hex.slice(16, 17), 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
@@ -122,6 +129,13 @@ export async function createPgBossStore(options: PgBossStoreOptions): Promise<Jo
       const id = await boss.send(queue, data as object, { startAfter: new Date(runAt), db: executorOf(trx) });
       if (!id) throw new Error(`job store refused a job of queue "${queue}"`);
       return id;
+    },
+    async insertOnce(queue, key, payload) {
+      // pg-boss stores a job whose ID is taken as nothing (ON CONFLICT DO NOTHING) and answers no ID;
+      // a done job keeps its ID until it is archived, an hour later.
+      const data: Envelope = { p: payload, a: 1 };
+      const id = await boss.send(queue, data as object, { id: uuidOf(queue, key) });
+      return id !== null;
     },
     async insertMany(queue, payloads, trx) {
       const jobs = payloads.map((p) => ({ id: randomUUID(), name: queue, data: { p, a: 1 } satisfies Envelope }));

@@ -3,7 +3,7 @@ import { precompiled, slot } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
-import type { ClaimedJob, JobStore } from './job-runner.js';
+import type { ClaimedJob, JobStore } from './job-store.js';
 
 // The hot insert (a provider webhook's job) joins the group commit of its event-loop turn.
 const insertJob = precompiled((db) =>
@@ -56,6 +56,22 @@ export function createSqliteJobStore(db: Kysely<DB>, clock: Clock): JobStore {
         await insertJob(db, values);
       }
       return id;
+    },
+    async insertOnce(queue, key, payload) {
+      // One process serves the database: a key's job is stored once, and gone once done.
+      const result = await db
+        .insertInto('jobs')
+        .values({
+          id: `job_${queue}_${key}`,
+          queue,
+          payload: JSON.stringify(payload ?? null),
+          attempt: 1,
+          run_at: Date.now(),
+          created_at: clock.now(),
+        })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .executeTakeFirst();
+      return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
     },
     async insertMany(queue, payloads, trx) {
       const ids: string[] = [];

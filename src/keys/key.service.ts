@@ -8,6 +8,7 @@ import { getOrganization } from '../orgs/org.service.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import { findKeyRow, insertKey, listKeyRows, setKeyRevoked } from './key.repository.js';
 import { generateKey } from './key-format.js';
 import {
   isPermission,
@@ -18,6 +19,9 @@ import {
   scopePermissionProblem,
   serializePermissions,
 } from './permissions.js';
+
+/** The words for permissions and scopes, for the dashboard's pages. */
+export { PERMISSION_LABELS, SCOPE_LABELS } from './permissions.js';
 
 export const PAID_PLAN_REQUIRED = 'API access requires a paid plan';
 
@@ -129,7 +133,7 @@ export async function createKey(
   };
   const actor = input.actor;
   await inTransaction(db, async (trx) => {
-    await trx.insertInto('api_keys').values(row).execute();
+    await insertKey(trx, row);
     if (actor) {
       await recordAudit(trx, {
         orgId: org.id,
@@ -147,13 +151,7 @@ export async function createKey(
 
 export async function listKeys(db: Kysely<DB>, orgId: string): Promise<ApiKey[]> {
   await getOrganization(db, orgId);
-  const rows = await db
-    .selectFrom('api_keys')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .execute();
+  const rows = await listKeyRows(db, orgId);
   return rows.map(toApiKey);
 }
 
@@ -171,23 +169,12 @@ export async function revokeKey(
   await getOrganization(db, orgId);
   const now = clock.now();
   await inTransaction(db, async (trx) => {
-    const result = await trx
-      .updateTable('api_keys')
-      .set({ revoked_at: now })
-      .where('org_id', '=', orgId)
-      .where('id', '=', keyId)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
-    if (actor && Number(result.numUpdatedRows) > 0) {
+    const revoked = await setKeyRevoked(trx, orgId, keyId, now);
+    if (actor && revoked > 0) {
       await recordAudit(trx, { orgId, actor, action: 'key.revoked', targetType: 'api_key', targetId: keyId, at: now });
     }
   });
-  const row = await db
-    .selectFrom('api_keys')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('id', '=', keyId)
-    .executeTakeFirst();
+  const row = await findKeyRow(db, orgId, keyId);
   if (!row) throw new AppError('NOT_FOUND', `unknown key "${keyId}" in organization ${orgId}`);
   return toApiKey(row);
 }

@@ -1,15 +1,9 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { assertAgentAllowed, type Principal } from '../auth/auth.js';
+import { assertAgentAllowed, type KeyEpochConfirmer, type Principal, readConfirmingKey } from '../auth/index.js';
 import type { AppContext } from '../context.js';
 import { AppError } from '../shared/errors.js';
-import {
-  findMessage,
-  findMessageWithKeyEpoch,
-  type MessageRead,
-  type MessageStatus,
-  STATUS_RANK,
-  type StatusRow,
-} from './message.repository.js';
+import { findMessage, findMessageWithKeyEpoch } from './message.fast.js';
+import { type MessageRead, type MessageStatus, STATUS_RANK, type StatusRow } from './message.model.js';
 
 export const StatusEntry = Type.Object(
   {
@@ -83,23 +77,24 @@ export function toMessageResponse(message: MessageRead, statuses: readonly Statu
 
 /**
  * A message of the caller's organization; an agent key sees only its own agent's messages.
- * `confirmKeyEpoch`: given when the key still awaits the epoch this read returns.
+ * `confirmKey`: given when the key still awaits the epoch this read returns (src/auth/key-epoch.ts).
  */
 export async function getMessage(
   ctx: AppContext,
   principal: () => Principal,
   messageId: string,
-  confirmKeyEpoch?: (epoch: number) => Promise<void> | undefined,
+  confirmKey?: KeyEpochConfirmer,
 ): Promise<MessageResponse> {
-  let found: Awaited<ReturnType<typeof findMessage>>;
-  if (confirmKeyEpoch) {
-    const read = await findMessageWithKeyEpoch(ctx.db, { orgId: principal().orgId, id: messageId });
-    // The key is confirmed before anything is answered, a 404 included.
-    await confirmKeyEpoch(read.epoch);
-    found = read.found;
-  } else {
-    found = await findMessage(ctx.db, principal().orgId, messageId);
-  }
+  // The key is confirmed before anything is answered, a 404 included.
+  const found = await readConfirmingKey(
+    confirmKey,
+    () => findMessage(ctx.db, principal().orgId, messageId),
+    () =>
+      findMessageWithKeyEpoch(ctx.db, { orgId: principal().orgId, id: messageId }).then((read) => ({
+        row: read.found,
+        epoch: read.epoch,
+      })),
+  );
   if (!found) throw new AppError('NOT_FOUND', `No message with ID '${messageId}' in this organization.`);
   assertAgentAllowed(principal(), found.message.agent_id);
   return toMessageResponse(found.message, found.statuses);

@@ -1,6 +1,6 @@
-import type { ColumnType, Generated } from 'kysely';
+import type { ColumnType } from 'kysely';
 
-/** Tables of the messaging feature (migrations 0003-messaging, 0005-webhook-inbox, 0006-webhook-dead-letters). */
+/** Tables of the messaging feature (migrations 0003-messaging, 0006-webhook-dead-letters, 0016-one-dead-letter-store). */
 export interface MessagingNumberTable {
   id: string;
   org_id: string;
@@ -95,23 +95,22 @@ export interface MessagingWindowTable {
   last_inbound_at: number;
 }
 
-export type WebhookInboxState = 'live' | 'failed' | 'unrouted';
-
 /**
- * A provider webhook body acknowledged but not applied: `live` while it is queued (or until the
- * next start, after a crash); `failed` or `unrouted` once it is out of the queue, kept for an
- * operator to replay.
+ * A provider webhook body holding an inbound message for a phone number ID no number has, kept
+ * until the number is added (`parley number add` replays it) or an operator replays it. A body
+ * whose work kept failing is a dead letter of the job runner (`job_dead_letters`, queue
+ * `provider-webhook`), not a row here.
  */
-export interface WebhookInboxTable {
+export interface UnroutedWebhookTable {
   id: string;
   /** The raw body, as signed. */
   body: string;
   received_at: number;
-  state: Generated<WebhookInboxState>;
-  /** Attempts made so far (0 while live and never failed). */
-  attempts: Generated<number>;
-  last_error: string | null;
-  failed_at: number | null;
-  /** `,id1,id2,`: the unknown phone number IDs of an unrouted body. */
-  phone_number_ids: string | null;
+  /** Attempts made so far. */
+  attempts: number;
+  last_error: string;
+  /** When it was last kept (its last attempt). */
+  kept_at: number;
+  /** `,id1,id2,`: the unknown phone number IDs (none listed when the webhook named none). */
+  phone_number_ids: string;
 }

@@ -3,12 +3,12 @@ import type { Logger } from 'pino';
 import type { Config, Region } from '../config.js';
 import type { Database } from '../db/database.js';
 import type { JobRunner } from '../jobs/job-runner.js';
-import { createSecretBox, type SecretBox, secretKeyOf, webhookAppSecretOf } from '../numbers/secret-box.js';
-import type { Metrics } from '../ops/metrics.js';
-import { type Sandbox, startSandbox } from '../sandbox/sandbox.js';
-import { clearSandboxAddress, writeSandboxAddress } from '../sandbox/sandbox-address.js';
+import { createSecretBox, type SecretBox, secretKeyOf, webhookAppSecretOf } from '../numbers/index.js';
+import type { Metrics } from '../ops/index.js';
+import { clearSandboxAddress, type Sandbox, startSandbox, writeSandboxAddress } from '../sandbox/index.js';
 import type { Clock } from '../shared/clock.js';
 import { createCloudProvider, type MessagingProvider } from './provider.js';
+import { defineProviderWebhookQueue } from './provider-webhook.task.js';
 import { WebhookProcessor } from './webhook.service.js';
 
 /** The messaging parts of a region's context. */
@@ -62,6 +62,7 @@ export async function createMessaging(
     jobs,
     conversationIdleMs: config.conversations.idleMs,
   });
+  defineProviderWebhookQueue(jobs, webhooks);
   let attached = false;
   return {
     provider,

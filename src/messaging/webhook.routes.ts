@@ -5,7 +5,7 @@ import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { CodedError, errorResponses } from '../http/errors.js';
 import { AppError } from '../shared/errors.js';
-import { verifySignature } from './webhook.service.js';
+import { verifySignature } from './webhook-signature.js';
 
 /** The verify token travels in the query string: it must never reach a log line with the URL. */
 export function redactVerifyToken(url: string): string {

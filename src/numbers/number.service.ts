@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { type Agent, createAgent } from '../agents/agent.service.js';
+import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
 import type { MessagingNumberTable } from '../messaging/messaging.tables.js';
 import { getOrganization } from '../orgs/org.service.js';
@@ -8,7 +9,17 @@ import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { toE164 } from './phone.js';
+import { toE164 } from '../shared/phone.js';
+import {
+  findNumberIdByPhone,
+  findNumberOwnerByPhone,
+  findNumberRow,
+  findNumberRowByPhone,
+  findPhoneByPhoneNumberId,
+  insertNumber,
+  listNumberRows,
+  setAgentNumber,
+} from './number.repository.js';
 import type { SecretBox } from './secret-box.js';
 
 export { toE164 };
@@ -37,13 +48,6 @@ export const toMessagingNumber = (row: MessagingNumberTable): MessagingNumber =>
 /** Sandbox numbers get a made-up numeric provider ID, as real ones are numeric too. */
 const sandboxPhoneNumberId = () =>
   `1${String(randomInt(0, 1e9)).padStart(9, '0')}${String(randomInt(0, 1e5)).padStart(5, '0')}`;
-
-/** True when an INSERT hit a unique constraint (SQLite or PostgreSQL). */
-function isUniqueViolation(err: unknown): boolean {
-  if (typeof err !== 'object' || err === null) return false;
-  const code = (err as { code?: unknown }).code;
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
-}
 
 export interface AddNumberInput {
   orgId: string;
@@ -93,11 +97,7 @@ export async function addNumber(
 ): Promise<MessagingNumber> {
   const { phone, provider } = checkNewNumber(input);
   await getOrganization(db, input.orgId);
-  const existing = await db
-    .selectFrom('messaging_numbers')
-    .select(['id', 'org_id'])
-    .where('phone', '=', phone)
-    .executeTakeFirst();
+  const existing = await findNumberOwnerByPhone(db, phone);
   if (existing) {
     throw new AppError(
       'INVALID_BODY',
@@ -107,11 +107,7 @@ export async function addNumber(
     );
   }
   const phoneNumberId = provider === 'cloud' && input.phoneNumberId ? input.phoneNumberId : sandboxPhoneNumberId();
-  const taken = await db
-    .selectFrom('messaging_numbers')
-    .select('phone')
-    .where('phone_number_id', '=', phoneNumberId)
-    .executeTakeFirst();
+  const taken = await findPhoneByPhoneNumberId(db, phoneNumberId);
   if (taken) {
     throw new AppError(
       'INVALID_BODY',
@@ -128,7 +124,7 @@ export async function addNumber(
     created_at: clock.now(),
   };
   try {
-    await db.insertInto('messaging_numbers').values(row).execute();
+    await insertNumber(db, row);
   } catch (err) {
     // Another writer registered the same phone or phone number ID between the checks and the insert.
     if (isUniqueViolation(err)) {
@@ -175,24 +171,14 @@ export async function findNumberByPhone(
   phone: string,
 ): Promise<MessagingNumber | undefined> {
   const e164 = toE164(phone) ?? phone;
-  const row = await db
-    .selectFrom('messaging_numbers')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('phone', '=', e164)
-    .executeTakeFirst();
+  const row = await findNumberRowByPhone(db, orgId, e164);
   return row ? toMessagingNumber(row) : undefined;
 }
 
 /** The numbers of an organization, oldest first; an unknown organization is an error, not an empty list. */
 export async function listNumbers(db: Kysely<DB>, orgId: string): Promise<MessagingNumber[]> {
   await getOrganization(db, orgId);
-  const rows = await db
-    .selectFrom('messaging_numbers')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .orderBy('created_at')
-    .execute();
+  const rows = await listNumberRows(db, orgId);
   return rows.map(toMessagingNumber);
 }
 
@@ -203,12 +189,7 @@ export async function loadSendingNumber(
   orgId: string,
   numberId: string,
 ): Promise<(MessagingNumber & { accessToken: string | null }) | undefined> {
-  const row = await db
-    .selectFrom('messaging_numbers')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('id', '=', numberId)
-    .executeTakeFirst();
+  const row = await findNumberRow(db, orgId, numberId);
   if (!row) return undefined;
   return { ...toMessagingNumber(row), accessToken: row.access_token_enc ? box.open(row.access_token_enc) : null };
 }
@@ -226,12 +207,12 @@ export async function assignNumber(
       'NOT_FOUND',
       `no messaging number ${phone} in organization ${orgId}; add it with "parley number add"`,
     );
-  const result = await db
-    .updateTable('agents')
-    .set({ number_id: number.id })
-    .where('org_id', '=', orgId)
-    .where('id', '=', agentId)
-    .executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) throw new AppError('NOT_FOUND', `unknown agent "${agentId}"`);
+  const updated = await setAgentNumber(db, orgId, agentId, number.id);
+  if (updated === 0) throw new AppError('NOT_FOUND', `unknown agent "${agentId}"`);
   return number;
+}
+
+/** True when some organization has a number with this phone (E.164, as stored). */
+export async function isPhoneRegistered(db: Kysely<DB>, phone: string): Promise<boolean> {
+  return (await findNumberIdByPhone(db, phone)) !== undefined;
 }

@@ -1,6 +1,14 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { JobRunner } from '../jobs/job-runner.js';
-import type { MessagingProvider } from '../messaging/provider.js';
+
+/**
+ * A messaging provider as the metrics see it: a send whose result says ok, or the kind of its
+ * failure (messaging's MessagingProvider is one; named here by shape so that ops imports no feature).
+ */
+export interface TimedProvider<I, R extends { readonly ok: true } | { readonly ok: false; readonly kind: string }> {
+  send(input: I): Promise<R>;
+  close(): Promise<void>;
+}
 
 /**
  * Prometheus metrics of one region's server, in a registry of its own (several apps may share a
@@ -61,7 +69,9 @@ export class Metrics {
   }
 
   /** The provider, with each send timed and counted by outcome. */
-  instrumentProvider(provider: MessagingProvider): MessagingProvider {
+  instrumentProvider<I, R extends { readonly ok: true } | { readonly ok: false; readonly kind: string }>(
+    provider: TimedProvider<I, R>,
+  ): TimedProvider<I, R> {
     return {
       send: async (input) => {
         const end = this.providerDuration.startTimer({ operation: 'send' });

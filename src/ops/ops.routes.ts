@@ -2,12 +2,12 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
 import type { AppContext } from '../context.js';
 import { probeStorage, storageFailure } from '../db/storage-health.js';
 import { errorResponses } from '../http/errors.js';
 import { AppError } from '../shared/errors.js';
 import type { Metrics } from './metrics.js';
+import { selectOne } from './ops.repository.js';
 
 const Ready = Type.Object(
   { status: Type.Union([Type.Literal('ready'), Type.Literal('unavailable')]) },
@@ -24,7 +24,7 @@ async function databaseAnswers(ctx: AppContext): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
-      sql`select 1`.execute(ctx.db).then(() => true),
+      selectOne(ctx.db).then(() => true),
       new Promise<boolean>((resolve) => {
         timer = setTimeout(() => resolve(false), CHECK_TIMEOUT_MS);
       }),

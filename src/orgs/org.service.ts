@@ -4,6 +4,14 @@ import type { DB, OrganizationTable } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import {
+  findOrganizationPlan,
+  findOrganizationRow,
+  insertOrganization,
+  listOrganizationRows,
+  setDefaultCountry,
+  setPlan,
+} from './org.repository.js';
 
 export type Plan = OrganizationTable['plan'];
 export const PLANS: readonly Plan[] = ['free', 'paid'];
@@ -53,12 +61,12 @@ export async function createOrganization(
     default_country: checkCountry(input.defaultCountry?.toUpperCase()),
     created_at: clock.now(),
   };
-  await db.insertInto('organizations').values(row).execute();
+  await insertOrganization(db, row);
   return toOrganization(row);
 }
 
 export async function getOrganization(db: Kysely<DB>, orgId: string): Promise<Organization> {
-  const row = await db.selectFrom('organizations').selectAll().where('id', '=', orgId).executeTakeFirst();
+  const row = await findOrganizationRow(db, orgId);
   if (!row) throw new AppError('NOT_FOUND', `unknown organization "${orgId}"`);
   return toOrganization(row);
 }
@@ -72,9 +80,9 @@ export async function setOrganizationPlan(
 ): Promise<Organization> {
   const checked = checkPlan(plan);
   await inTransaction(db, async (trx) => {
-    const before = await trx.selectFrom('organizations').select('plan').where('id', '=', orgId).executeTakeFirst();
+    const before = await findOrganizationPlan(trx, orgId);
     if (!before) throw new AppError('NOT_FOUND', `unknown organization "${orgId}"`);
-    await trx.updateTable('organizations').set({ plan: checked }).where('id', '=', orgId).execute();
+    await setPlan(trx, orgId, checked);
     if (audit && before.plan !== checked) {
       await recordAudit(trx, {
         orgId,
@@ -96,17 +104,13 @@ export async function setOrganizationCountry(
   country: string | undefined,
 ): Promise<Organization> {
   const checked = checkCountry(country?.toUpperCase());
-  const result = await db
-    .updateTable('organizations')
-    .set({ default_country: checked })
-    .where('id', '=', orgId)
-    .executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) throw new AppError('NOT_FOUND', `unknown organization "${orgId}"`);
+  const updated = await setDefaultCountry(db, orgId, checked);
+  if (updated === 0) throw new AppError('NOT_FOUND', `unknown organization "${orgId}"`);
   return getOrganization(db, orgId);
 }
 
 /** Every organization of the region, oldest first (so a lost organization ID can be found again). */
 export async function listOrganizations(db: Kysely<DB>): Promise<Organization[]> {
-  const rows = await db.selectFrom('organizations').selectAll().orderBy('created_at').orderBy('id').execute();
+  const rows = await listOrganizationRows(db);
   return rows.map(toOrganization);
 }

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../context.js';
 import { BEARER, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
-import { MAX_PHONE_INPUT } from '../numbers/phone.js';
+import { MAX_PHONE_INPUT } from '../shared/phone.js';
 import { simulateInbound } from './sandbox.service.js';
 
 const SandboxInboundBody = Type.Object(

@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/auth.js';
+import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/index.js';
 import type { AppContext } from '../context.js';
 import type { DB } from '../db/schema.js';
-import { parseInternationalPhone } from '../numbers/phone.js';
+import { inboundOutcomeOf } from '../messaging/webhook.service.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
+import { parseInternationalPhone } from '../shared/phone.js';
 import type { Sandbox } from './sandbox.js';
+import { findAgentNumberRow } from './sandbox.repository.js';
 
 /** How long the helper waits for Parley to apply the webhook the sandbox delivered. */
 export const INBOUND_APPLY_TIMEOUT_MS = 10_000;
@@ -20,17 +22,25 @@ export interface SimulateInboundInput {
 
 /** An agent and its messaging number; with `orgId`, only an agent of that organization. */
 export async function findAgentNumber(db: Kysely<DB>, agentId: string, orgId?: string) {
-  let query = db
-    .selectFrom('agents')
-    .leftJoin('messaging_numbers', (join) =>
-      join
-        .onRef('messaging_numbers.id', '=', 'agents.number_id')
-        .onRef('messaging_numbers.org_id', '=', 'agents.org_id'),
-    )
-    .select(['agents.id', 'agents.org_id', 'messaging_numbers.phone', 'messaging_numbers.phone_number_id'])
-    .where('agents.id', '=', agentId);
-  if (orgId !== undefined) query = query.where('agents.org_id', '=', orgId);
-  return query.executeTakeFirst();
+  return findAgentNumberRow(db, agentId, orgId);
+}
+
+/**
+ * Polls Parley's database until the inbound message is stored (its window is opened in the same
+ * transaction), or its webhook was kept as failed or unrouted, or the time is up.
+ */
+export async function waitForInbound(
+  db: Kysely<DB>,
+  messageId: string,
+  timeoutMs: number,
+): Promise<'applied' | 'failed' | 'unrouted' | 'pending'> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const outcome = await inboundOutcomeOf(db, messageId);
+    if (outcome) return outcome;
+    if (Date.now() >= deadline) return 'pending';
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /**

@@ -1,13 +1,13 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dirname } from 'node:path';
-import SQLite from 'better-sqlite3';
 import { Agent, request } from 'undici';
 import type { SandboxTemplate } from '../config.js';
-import { fromProviderDigits, windowKey } from '../numbers/phone.js';
 import type { Clock } from '../shared/clock.js';
-import { ensurePrivateDir, ensurePrivateFile, SQLITE_COMPANIONS } from '../shared/private-files.js';
+import { fromProviderDigits, windowKey } from '../shared/phone.js';
+import { BUILT_IN_TEMPLATES, sendChecker } from './sandbox-send-check.js';
+import { fileState, memoryState } from './sandbox-state.js';
+import { digits, isObject, type Json, providerJson, signBody, wireError } from './sandbox-wire.js';
 
 /**
  * A stand-in for the messaging provider: a real HTTP server speaking the Cloud API wire format,
@@ -75,112 +75,7 @@ export interface SandboxOptions {
   readonly stateFile?: string;
 }
 
-/** The sandbox's memory: what a real provider keeps on its side. */
-interface SandboxState {
-  openWindow(phoneNumberId: string, userKey: string, at: number): void;
-  lastInbound(phoneNumberId: string, userKey: string): number | undefined;
-  setDisplayNumber(phoneNumberId: string, display: string): void;
-  displayNumber(phoneNumberId: string): string | undefined;
-  close(): void;
-}
-
-function memoryState(): SandboxState {
-  const windows = new Map<string, number>();
-  const displays = new Map<string, string>();
-  return {
-    openWindow: (id, key, at) => windows.set(`${id}:${key}`, Math.max(at, windows.get(`${id}:${key}`) ?? at)),
-    lastInbound: (id, key) => windows.get(`${id}:${key}`),
-    setDisplayNumber: (id, display) => displays.set(id, display),
-    displayNumber: (id) => displays.get(id),
-    close: () => {},
-  };
-}
-
-/** State in a SQLite file: survives restarts, and several processes (WAL) share it. */
-function fileState(file: string): SandboxState {
-  ensurePrivateDir(dirname(file));
-  ensurePrivateFile(file, SQLITE_COMPANIONS);
-  const db = new SQLite(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('busy_timeout = 5000');
-  db.exec(`
-    create table if not exists sandbox_windows (
-      phone_number_id text not null, user_key text not null, last_inbound_at integer not null,
-      primary key (phone_number_id, user_key));
-    create table if not exists sandbox_numbers (phone_number_id text primary key, display text not null);`);
-  const upsertWindow = db.prepare(
-    `insert into sandbox_windows (phone_number_id, user_key, last_inbound_at) values (?, ?, ?)
-     on conflict (phone_number_id, user_key) do update
-     set last_inbound_at = max(last_inbound_at, excluded.last_inbound_at)`,
-  );
-  const selectWindow = db.prepare(
-    'select last_inbound_at as at from sandbox_windows where phone_number_id = ? and user_key = ?',
-  );
-  const upsertNumber = db.prepare(
-    'insert into sandbox_numbers (phone_number_id, display) values (?, ?) on conflict (phone_number_id) do update set display = excluded.display',
-  );
-  const selectNumber = db.prepare('select display from sandbox_numbers where phone_number_id = ?');
-  return {
-    openWindow: (id, key, at) => void upsertWindow.run(id, key, at),
-    lastInbound: (id, key) => (selectWindow.get(id, key) as { at: number } | undefined)?.at,
-    setDisplayNumber: (id, display) => void upsertNumber.run(id, display),
-    displayNumber: (id) => (selectNumber.get(id) as { display: string } | undefined)?.display,
-    close: () => db.close(),
-  };
-}
-
-export const BUILT_IN_TEMPLATES: readonly SandboxTemplate[] = [
-  { name: 'hello_world', language: 'en_US', header: 0, body: 0 },
-  { name: 'order_update', language: 'en_US', header: 1, body: 2 },
-];
-
-/** Recipients with a fixed answer, to exercise error paths. */
-export const MAGIC_NUMBERS = {
-  notOnApp: '+15005550001',
-  throttled: '+15005550002',
-  serverError: '+15005550003',
-  /** 131056 (pair rate limit) when the previous send to it came less than PAIR_RATE_MS ago. */
-  pairRate: '+15005550004',
-} as const;
-
-/** The sandbox's pair rate: one message per this many ms to the pair-rate magic number. */
-export const PAIR_RATE_MS = 2_000;
-
-const WINDOW_MS = 24 * 60 * 60 * 1000;
 const MAX_BODY = 1024 * 1024;
-const digits = (phone: string) => phone.replace(/\D/g, '');
-
-/** JSON as the provider signs it: non-ASCII escaped as \uXXXX. */
-export function providerJson(value: unknown): string {
-  return JSON.stringify(value).replace(
-    /[\u007f-\uffff]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
-}
-
-export function signBody(appSecret: string, body: string | Buffer): string {
-  return `sha256=${createHmac('sha256', appSecret).update(body).digest('hex')}`;
-}
-
-interface WireError {
-  status: number;
-  code: number;
-  message: string;
-  details?: string;
-}
-
-const wireError = (e: WireError) => ({
-  error: {
-    message: `(#${e.code}) ${e.message}`,
-    type: 'OAuthException',
-    code: e.code,
-    ...(e.details ? { error_data: { messaging_product: 'whatsapp', details: e.details } } : {}),
-    fbtrace_id: `sandbox${randomBytes(6).toString('hex')}`,
-  },
-});
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const { clock, appSecret } = options;
@@ -191,21 +86,10 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   /** Set on close: scheduled webhooks are dropped instead of retried against a server going away. */
   let closing = false;
   const state = options.stateFile ? fileState(options.stateFile) : memoryState();
+  const checkSend = sendChecker({ clock, state, templates, mps: options.mps });
   const inFlight = new Set<Promise<void>>();
   const received: SandboxRequest[] = [];
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
-  /** Start times of the last second's accepted sends, per number (for `mps`). */
-  const recentSends = new Map<string, number[]>();
-  let lastPairSend = Number.NEGATIVE_INFINITY;
-  const overThroughput = (phoneNumberId: string): boolean => {
-    if (options.mps === undefined) return false;
-    const now = Date.now();
-    const times = (recentSends.get(phoneNumberId) ?? []).filter((t) => t > now - 1000);
-    recentSends.set(phoneNumberId, times);
-    if (times.length >= options.mps) return true;
-    times.push(now);
-    return false;
-  };
   const nowSeconds = () => String(Math.floor(clock.now() / 1000));
 
   async function postWebhook(payload: Json): Promise<number> {
@@ -289,120 +173,6 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         }
       })(),
     );
-  }
-
-  function checkSend(phoneNumberId: string, body: Json): WireError | { to: string } {
-    if (body.messaging_product !== 'whatsapp') {
-      return { status: 400, code: 100, message: 'Invalid parameter', details: 'messaging_product must be whatsapp' };
-    }
-    if (typeof body.to !== 'string' || digits(body.to).length < 7) {
-      return { status: 400, code: 100, message: 'Invalid parameter', details: 'to must be a phone number' };
-    }
-    const to = `+${digits(body.to)}`;
-    if (to === MAGIC_NUMBERS.notOnApp) {
-      return {
-        status: 400,
-        code: 131026,
-        message: 'Message undeliverable',
-        details: 'The recipient is not a user of the messaging app.',
-      };
-    }
-    if (to === MAGIC_NUMBERS.throttled) {
-      return {
-        status: 429,
-        code: 130429,
-        message: 'Rate limit hit',
-        details: 'Cloud API message throughput has been reached.',
-      };
-    }
-    if (to === MAGIC_NUMBERS.serverError) return { status: 500, code: 1, message: 'An unknown error occurred' };
-    if (to === MAGIC_NUMBERS.pairRate) {
-      const now = Date.now();
-      if (now - lastPairSend < PAIR_RATE_MS) {
-        return {
-          status: 400,
-          code: 131056,
-          message: '(Business Account, Consumer Account) pair rate limit hit',
-          details: 'Too many messages sent from this phone number to the same phone number in a short period of time.',
-        };
-      }
-      lastPairSend = now;
-    }
-    if (overThroughput(phoneNumberId)) {
-      return {
-        status: 400,
-        code: 130429,
-        message: 'Rate limit hit',
-        details: 'Cloud API message throughput has been reached.',
-      };
-    }
-    if (body.type === 'text') {
-      const text = isObject(body.text) ? body.text.body : undefined;
-      // The provider counts characters (code points), and refuses a body of blanks.
-      if (typeof text !== 'string' || !text.trim() || [...text].length > 4096) {
-        return {
-          status: 400,
-          code: 131009,
-          message: 'Parameter value is not valid',
-          details: 'text.body: 1 to 4096 characters',
-        };
-      }
-      const last = state.lastInbound(phoneNumberId, windowKey(to));
-      if (last === undefined || clock.now() - last > WINDOW_MS) {
-        return {
-          status: 400,
-          code: 131047,
-          message: 'Re-engagement message',
-          details:
-            'Message failed to send because more than 24 hours have passed since the customer last replied to this number.',
-        };
-      }
-      return { to };
-    }
-    if (body.type === 'template') {
-      const t = isObject(body.template) ? body.template : {};
-      const language = isObject(t.language) ? t.language.code : undefined;
-      const known = templates.find((k) => k.name === t.name && k.language === language);
-      if (!known) {
-        return {
-          status: 404,
-          code: 132001,
-          message: 'Template name does not exist in the translation',
-          details: `template name (${String(t.name)}) does not exist in ${String(language)}`,
-        };
-      }
-      const components = Array.isArray(t.components) ? t.components.filter(isObject) : [];
-      const texts = components.flatMap((c) => (Array.isArray(c.parameters) ? c.parameters.filter(isObject) : []));
-      if (texts.some((p) => typeof p.text !== 'string' || !p.text.trim())) {
-        return {
-          status: 400,
-          code: 131008,
-          message: 'Required parameter is missing',
-          details: 'a text parameter must not be empty',
-        };
-      }
-      const count = (type: string) => {
-        const c = components.find((x) => x.type === type);
-        return Array.isArray(c?.parameters) ? c.parameters.length : 0;
-      };
-      for (const part of ['header', 'body'] as const) {
-        if (count(part) !== known[part]) {
-          return {
-            status: 400,
-            code: 132000,
-            message: 'Number of parameters does not match the expected number of params',
-            details: `${part}: number of localizable_params (${count(part)}) does not match the expected number of params (${known[part]})`,
-          };
-        }
-      }
-      return { to };
-    }
-    return {
-      status: 400,
-      code: 131009,
-      message: 'Parameter value is not valid',
-      details: 'type must be text or template',
-    };
   }
 
   async function readBody(req: IncomingMessage): Promise<unknown> {

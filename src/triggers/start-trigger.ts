@@ -1,8 +1,7 @@
-import { assertAgentAllowed, type Principal } from '../auth/auth.js';
+import { assertAgentAllowed, type Principal } from '../auth/index.js';
 import { CHANNEL, MAX_BODY_PARAMETERS, MAX_HEADER_PARAMETERS } from '../channels/channel.schemas.js';
-import { checkParameters, parseRecipient } from '../channels/channel.service.js';
-import { sendFailureError, sendFromAgent } from '../channels/send-from-agent.js';
-import type { AppContext } from '../context.js';
+import { type ChannelSendDeps, checkParameters, parseRecipient } from '../channels/channel.service.js';
+import { sendFailureError, sendFromAgent } from '../channels/index.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
 import { MAX_CONTEXT_BYTES, type TriggerStartBody, type TriggerStartResponse } from './trigger.schemas.js';
@@ -17,7 +16,7 @@ const invalid = (message: string) => new AppError('INVALID_BODY', message);
  * user (origin `manual`, filled from `endUser`) and opens or joins the conversation.
  */
 export async function startTrigger(
-  ctx: AppContext,
+  ctx: ChannelSendDeps,
   principal: Principal,
   agentId: string,
   triggerId: string,

@@ -1,14 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { findAgent } from '../agents/agent.service.js';
-import { assertAgentAllowed } from '../auth/auth.js';
-import { sendClaimExpiryMs } from '../channels/channel.routes.js';
-import { SendOutcomeUnknown } from '../channels/send-from-agent.js';
+import { assertAgentAllowed } from '../auth/index.js';
+import { SendOutcomeUnknown, sendClaimExpiryMs } from '../channels/index.js';
 import type { AppContext } from '../context.js';
 import { BEARER, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
-import { IDEMPOTENCY_RESPONSE_HEADERS, IdempotencyHeaders, idempotency } from '../idempotency/idempotency.hook.js';
-import { RATE_LIMIT_HEADERS, rateLimit, rateLimitedResponse, withHeaders } from '../rate-limit/rate-limit.hook.js';
+import { IDEMPOTENCY_RESPONSE_HEADERS, IdempotencyHeaders, idempotency } from '../idempotency/index.js';
+import { RATE_LIMIT_HEADERS, rateLimit, rateLimitedResponse, withHeaders } from '../rate-limit/index.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
 import { startTrigger } from './start-trigger.js';

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { TemplateParameters } from '../channels/channel.schemas.js';
-import { MAX_PHONE_INPUT } from '../numbers/phone.js';
+import { MAX_PHONE_INPUT } from '../shared/phone.js';
 
 /** The largest `context` a trigger keeps on its conversation (its JSON, in bytes). */
 export const MAX_CONTEXT_BYTES = 16 * 1024;

@@ -2,13 +2,14 @@ import type { Kysely } from 'kysely';
 import { findAgent } from '../agents/agent.service.js';
 import { TEMPLATE_LANGUAGE } from '../channels/channel.schemas.js';
 import type { TriggerTable } from '../conversations/conversation.tables.js';
+import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
-import { isUniqueViolation } from '../end-users/end-user.repository.js';
 import { getOrganization } from '../orgs/org.service.js';
 import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { randomBase62 } from '../shared/ids.js';
+import { findTriggerRow, insertTrigger, listTriggerRows, setTriggerEnabledRow } from './trigger.repository.js';
 
 /** An entry point of one agent: its opening template, and whether it can be started. */
 export interface Trigger {
@@ -66,7 +67,7 @@ export async function createTrigger(
     created_at: clock.now(),
   };
   try {
-    await db.insertInto('triggers').values(row).execute();
+    await insertTrigger(db, row);
   } catch (err) {
     if (isUniqueViolation(err)) throw invalid(`agent ${agent.id} already has a trigger with ID '${row.id}'`);
     throw err;
@@ -80,9 +81,7 @@ export async function listTriggers(db: Kysely<DB>, orgId: string, agentId?: stri
   if (agentId !== undefined && !(await findAgent(db, orgId, agentId))) {
     throw new AppError('NOT_FOUND', `No agent with ID '${clip(agentId, 64)}' in this organization.`);
   }
-  let query = db.selectFrom('triggers').selectAll().where('org_id', '=', orgId);
-  if (agentId !== undefined) query = query.where('agent_id', '=', agentId);
-  const rows = await query.orderBy('created_at').orderBy('agent_id').orderBy('id').execute();
+  const rows = await listTriggerRows(db, orgId, agentId);
   return rows.map(toTrigger);
 }
 
@@ -93,13 +92,7 @@ export async function findTrigger(
   agentId: string,
   triggerId: string,
 ): Promise<Trigger | undefined> {
-  const row = await db
-    .selectFrom('triggers')
-    .selectAll()
-    .where('org_id', '=', orgId)
-    .where('agent_id', '=', agentId)
-    .where('id', '=', triggerId)
-    .executeTakeFirst();
+  const row = await findTriggerRow(db, orgId, agentId, triggerId);
   return row ? toTrigger(row) : undefined;
 }
 
@@ -107,14 +100,8 @@ export async function setTriggerEnabled(
   db: Kysely<DB>,
   input: { orgId: string; agentId: string; id: string; enabled: boolean },
 ): Promise<Trigger> {
-  const result = await db
-    .updateTable('triggers')
-    .set({ enabled: input.enabled ? 1 : 0 })
-    .where('org_id', '=', input.orgId)
-    .where('agent_id', '=', input.agentId)
-    .where('id', '=', input.id)
-    .executeTakeFirst();
-  if (Number(result.numUpdatedRows) === 0) {
+  const updated = await setTriggerEnabledRow(db, input);
+  if (updated === 0) {
     throw new AppError('NOT_FOUND', `Agent '${clip(input.agentId, 64)}' has no trigger '${clip(input.id, 64)}'.`);
   }
   const trigger = await findTrigger(db, input.orgId, input.agentId, input.id);

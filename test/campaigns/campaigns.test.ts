@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createCampaign } from '../../src/campaigns/campaign.service.js';
 import { revokeKey } from '../../src/keys/key.service.js';
 import { setOrganizationPlan } from '../../src/orgs/org.service.js';
-import { MAGIC_NUMBERS } from '../../src/sandbox/sandbox.js';
+import { MAGIC_NUMBERS } from '../../src/sandbox/index.js';
 import { ManualClock } from '../../src/shared/clock.js';
 import { DIALECTS, type TestApp } from '../helpers/app.js';
 import {

@@ -15,6 +15,7 @@ describe.each(DIALECTS)('parley campaign (%s)', (dialect) => {
     await t?.close();
   });
 
+  // Nine CLI processes: the bound the other many-process CLI tests have, for a busy machine.
   it('creates, lists, shows, pauses and resumes a campaign', async () => {
     const org = await makeOrg(t.ctx);
     const agent = await makeAgent(t.ctx, org.id);
@@ -43,13 +44,16 @@ describe.each(DIALECTS)('parley campaign (%s)', (dialect) => {
       .execute();
     expect(audit).toEqual([{ actor: 'cli', action: 'campaign.created', target_type: 'campaign', target_id: id }]);
 
-    const list = await cli('campaign', 'list', '--org', org.id, '--json');
+    // Three reads at once: none changes anything.
+    const [list, table, show] = await Promise.all([
+      cli('campaign', 'list', '--org', org.id, '--json'),
+      cli('campaign', 'list', '--org', org.id),
+      cli('campaign', 'show', '--org', org.id, '--id', id, '--json'),
+    ]);
     expect(list.code, list.stderr).toBe(0);
     expect(list.json()).toEqual([created]);
-    const table = await cli('campaign', 'list', '--org', org.id);
     expect(table.stdout).toMatch(/Spring sale/);
 
-    const show = await cli('campaign', 'show', '--org', org.id, '--id', id, '--json');
     expect(show.code, show.stderr).toBe(0);
     expect(show.json()).toEqual({
       ...created,
@@ -85,7 +89,7 @@ describe.each(DIALECTS)('parley campaign (%s)', (dialect) => {
     });
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toMatchObject({ id, status: 'active' });
-  });
+  }, 120_000);
 
   it('removes a campaign: its keys are refused at once, its queued deliveries never go out, the audit log says so', async () => {
     // Jobs are not worked here, so the accepted recipients stay queued until the removal.
@@ -141,24 +145,41 @@ describe.each(DIALECTS)('parley campaign (%s)', (dialect) => {
       await app.close();
     }
   });
+});
+
+/**
+ * The refusals' wording and exit code: the lookups behind them are the repositories the tests above
+ * run on both databases, so SQLite proves the point.
+ */
+describe('parley campaign: refusals (sqlite)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp('sqlite');
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
 
   it('refuses what cannot be a campaign with a sentence and exit code 1', async () => {
     const org = await makeOrg(t.ctx);
     const agent = await makeAgent(t.ctx, org.id);
     const cli = (...args: string[]) => runCli(args, t.env);
-    const bad = await cli(
-      ...['campaign', 'create', '--org', org.id, '--name', 'X', '--agent', agent.id, '--template', 't'],
-      ...['--language', 'english'],
-    );
+    // Three processes at once: each is independent of the others.
+    const [bad, unknown, missing] = await Promise.all([
+      cli(
+        ...['campaign', 'create', '--org', org.id, '--name', 'X', '--agent', agent.id, '--template', 't'],
+        ...['--language', 'english'],
+      ),
+      cli(
+        ...['campaign', 'create', '--org', org.id, '--name', 'X', '--agent', 'agt_nope', '--template', 't'],
+        ...['--language', 'en_US'],
+      ),
+      cli('campaign', 'pause', '--org', org.id, '--id', 'cmp_nope'),
+    ]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toBe('parley: language must look like en_US (xx_XX), got "english"\n');
-    const unknown = await cli(
-      ...['campaign', 'create', '--org', org.id, '--name', 'X', '--agent', 'agt_nope', '--template', 't'],
-      ...['--language', 'en_US'],
-    );
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/unknown agent "agt_nope"/);
-    const missing = await cli('campaign', 'pause', '--org', org.id, '--id', 'cmp_nope');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/No campaign with ID 'cmp_nope'/);
   });

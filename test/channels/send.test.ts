@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openWindow } from '../../src/messaging/message.repository.js';
+import { openWindow } from '../../src/messaging/index.js';
 import { addNumber, assignNumber } from '../../src/numbers/number.service.js';
 import { DIALECTS, type TestApp } from '../helpers/app.js';
 import { runCli } from '../helpers/cli.js';

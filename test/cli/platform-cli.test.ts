@@ -58,38 +58,43 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
     const campaignId = campaign.json<{ id: string }>().id;
     expect(campaignId).toMatch(/^cmp_/);
 
-    const orgKey = await cli(
-      ...['key', 'create', '--org', orgId, '--label', 'ci', '--scope', 'organization'],
-      ...['--permissions', 'channels,triggers,endusers', '--json'],
-    );
+    // The four keys at once: none depends on another (without --json, the fourth is printed once
+    // with a warning).
+    const [orgKey, agentKey, campaignKey, plain] = await Promise.all([
+      cli(
+        ...['key', 'create', '--org', orgId, '--label', 'ci', '--scope', 'organization'],
+        ...['--permissions', 'channels,triggers,endusers', '--json'],
+      ),
+      cli(
+        ...['key', 'create', '--org', orgId, '--label', 'bot', '--scope', 'agent', '--agent', agentId],
+        ...['--permissions', 'channels,triggers', '--json'],
+      ),
+      cli(
+        ...['key', 'create', '--org', orgId, '--label', 'spring', '--scope', 'campaign'],
+        ...['--campaign', campaignId, '--json'],
+      ),
+      cli(
+        ...['key', 'create', '--org', orgId, '--label', 'plain', '--scope', 'organization'],
+        '--permissions',
+        'Channels,End-users',
+      ),
+    ]);
     expect(orgKey.code, orgKey.stderr).toBe(0);
     const created = orgKey.json<{ id: string; key: string; prefix: string }>();
     expect(created.id).toMatch(/^key_/);
     expect(parseKey(created.key)).toEqual({ ok: true, region: 'us' });
     expect(created.key.startsWith(created.prefix)).toBe(true);
 
-    const agentKey = await cli(
-      ...['key', 'create', '--org', orgId, '--label', 'bot', '--scope', 'agent', '--agent', agentId],
-      ...['--permissions', 'channels,triggers', '--json'],
-    );
     expect(agentKey.code, agentKey.stderr).toBe(0);
-    const campaignKey = await cli(
-      ...['key', 'create', '--org', orgId, '--label', 'spring', '--scope', 'campaign'],
-      ...['--campaign', campaignId, '--json'],
-    );
     expect(campaignKey.code, campaignKey.stderr).toBe(0);
-
-    // Without --json: the key is printed once with a warning.
-    const plain = await cli(
-      ...['key', 'create', '--org', orgId, '--label', 'plain', '--scope', 'organization'],
-      '--permissions',
-      'Channels,End-users',
-    );
     expect(plain.code, plain.stderr).toBe(0);
     expect(plain.stdout).toMatch(/prl_us_[0-9A-Za-z]{38}/);
     expect(plain.stdout).toMatch(/shown this once/);
 
-    const list = await cli('key', 'list', '--org', orgId, '--json');
+    const [list, table] = await Promise.all([
+      cli('key', 'list', '--org', orgId, '--json'),
+      cli('key', 'list', '--org', orgId),
+    ]);
     expect(list.code, list.stderr).toBe(0);
     const rows = list.json<KeyRow[]>();
     expect(rows).toHaveLength(4);
@@ -129,7 +134,6 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
       permissions: ['campaigns'],
     });
 
-    const table = await cli('key', 'list', '--org', orgId);
     expect(table.code, table.stderr).toBe(0);
     const lines = table.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/LABEL\s+PREFIX\s+SCOPE\s+AGENT\s+PERMISSIONS\s+CREATED\s+LAST USED/);
@@ -148,11 +152,13 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
     expect(revokedAt).toBeGreaterThan(0);
     const again = await cli('key', 'revoke', '--org', orgId, '--id', created.id, '--json');
     expect(again.json<{ revokedAt: number }>().revokedAt).toBe(revokedAt);
-    const after = (await cli('key', 'list', '--org', orgId, '--json')).json<KeyRow[]>();
+    const [afterList, afterTable] = await Promise.all([
+      cli('key', 'list', '--org', orgId, '--json'),
+      cli('key', 'list', '--org', orgId),
+    ]);
+    const after = afterList.json<KeyRow[]>();
     expect(after.find((r) => r.id === created.id)?.revokedAt).toBe(revokedAt);
-    const revokedLine = (await cli('key', 'list', '--org', orgId)).stdout
-      .split('\n')
-      .find((l) => l.includes(created.id));
+    const revokedLine = afterTable.stdout.split('\n').find((l) => l.includes(created.id));
     expect(revokedLine).toMatch(/revoked \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ/);
 
     // Plan switch.
@@ -168,107 +174,6 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
     expect(denied.stderr).toContain('API access requires a paid plan');
     expect(denied.stdout).toBe('');
   }, 120_000);
-
-  it('exits non-zero with a one-line message on bad input', async () => {
-    const org = (await cli('org', 'create', '--name', 'Errors', '--plan', 'paid', '--json')).json<{ id: string }>().id;
-    const agent = (await cli('agent', 'create', '--org', org, '--name', 'A', '--json')).json<{ id: string }>().id;
-    const cases: [string[], RegExp][] = [
-      [
-        ['key', 'create', '--org', 'org_nope', '--label', 'x', '--scope', 'organization', '--permissions', 'channels'],
-        /unknown organization "org_nope"/,
-      ],
-      [
-        [
-          'key',
-          'create',
-          '--org',
-          org,
-          '--label',
-          'x',
-          '--scope',
-          'agent',
-          '--agent',
-          agent,
-          '--permissions',
-          'endusers',
-        ],
-        /agent-scoped key cannot hold End-users/,
-      ],
-      [
-        [
-          'key',
-          'create',
-          '--org',
-          org,
-          '--label',
-          'x',
-          '--scope',
-          'agent',
-          '--agent',
-          'agt_nope',
-          '--permissions',
-          'channels',
-        ],
-        /unknown agent "agt_nope"/,
-      ],
-      [
-        ['key', 'create', '--org', org, '--label', 'x', '--scope', 'team', '--permissions', 'channels'],
-        /scope must be organization, agent or campaign/,
-      ],
-      [
-        ['key', 'create', '--org', org, '--label', 'x', '--scope', 'organization', '--permissions', 'admin'],
-        /unknown permission "admin"/,
-      ],
-      [['key', 'create', '--org', org, '--label', 'x', '--scope', 'organization'], /at least one permission/],
-      [['key', 'revoke', '--org', org, '--id', 'key_nope'], /unknown key "key_nope"/],
-      [['agent', 'create', '--org', 'org_nope', '--name', 'A'], /unknown organization/],
-      [['agent', 'list', '--org', 'org_nope'], /^parley: unknown organization "org_nope"\n$/],
-      [['key', 'list', '--org', 'org_nope'], /^parley: unknown organization "org_nope"\n$/],
-      [['serve', '--data', '/etc/passwd', '--port', '1'], /^parley: data folder "\/etc\/passwd" is not a folder/],
-      [['org', 'plan', '--org', org, '--plan', 'gold'], /plan must be one of free, paid/],
-      [['org', 'create', '--name', 'X', '--region', 'mars'], /unknown region "mars"/],
-      [['key', 'list'], /required option not specified: --org <id>/],
-      [['key', 'frobnicate'], /unknown command|error/i],
-    ];
-    // A few at a time: each is a Node process, and the machine may have two cores.
-    const results: Awaited<ReturnType<typeof cli>>[] = [];
-    for (let i = 0; i < cases.length; i += 3) {
-      results.push(...(await Promise.all(cases.slice(i, i + 3).map(([args]) => cli(...args, '--json')))));
-    }
-    results.forEach((res, i) => {
-      const [args, message] = cases[i] ?? [[], /./];
-      expect(res.code, `parley ${args.join(' ')}`).not.toBe(0);
-      expect(res.stderr, `parley ${args.join(' ')}`).toMatch(message);
-      expect(res.stderr).not.toMatch(/\n\s+at /); // no stack trace
-    });
-  }, 120_000);
-
-  it('--version prints the software version; help marks required options and shows an example', async () => {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-    const version = await cli('--version');
-    expect(version.code).toBe(0);
-    expect(version.stdout.trim()).toBe(pkg.version);
-    const help = await cli('trigger', 'create', '--help');
-    expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/--org <id>\s+organization ID \(required\)/);
-    const idLine = help.stdout.split('\n').find((l) => l.includes('--id <slug>')) ?? '';
-    expect(idLine).toContain('trigger ID');
-    expect(idLine).not.toContain('required');
-    expect(help.stdout).toContain('Example:\n  $ npx parley trigger create --org org_...');
-  });
-
-  it('every missing required option is reported at once', async () => {
-    const res = await cli('trigger', 'create', '--org', 'org_x');
-    expect(res.code).not.toBe(0);
-    expect(res.stderr).toContain(
-      'required options not specified: --agent <id>, --name <name>, --template <name>, --language <code>',
-    );
-    const campaign = await cli('campaign', 'create', '--org', 'org_x', '--name', 'Spring');
-    expect(campaign.code).not.toBe(0);
-    expect(campaign.stderr).toContain(
-      'required options not specified: --agent <id>, --template <name>, --language <code>',
-    );
-  });
 
   it('org list: every organization of the region, as a table and as JSON', async () => {
     const made = (await cli('org', 'create', '--name', 'Findable', '--plan', 'paid', '--json')).json<{ id: string }>();
@@ -371,9 +276,12 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
       const before = await call();
       expect(before.status).toBe(200);
       // The first successful call is recorded at once: the CLI no longer says "Never".
-      const listed = (await cli('key', 'list', '--org', org, '--json')).json<KeyRow[]>();
-      expect(listed[0]?.lastUsedAt).toEqual(expect.any(Number));
-      expect((await cli('key', 'list', '--org', org)).stdout).not.toMatch(/Never/);
+      const [listedJson, listedTable] = await Promise.all([
+        cli('key', 'list', '--org', org, '--json'),
+        cli('key', 'list', '--org', org),
+      ]);
+      expect(listedJson.json<KeyRow[]>()[0]?.lastUsedAt).toEqual(expect.any(Number));
+      expect(listedTable.stdout).not.toMatch(/Never/);
 
       const revoke = await cli('key', 'revoke', '--org', org, '--id', key.id);
       expect(revoke.code, revoke.stderr).toBe(0);
@@ -473,30 +381,155 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
     } finally {
       expect(await server.stop()).toBe(0);
       // Stopped: the address files are gone, so demo falls back to the configured address.
-      const after = await runCli(['demo', '--region', 'eu', '--json'], regionEnv);
+      const [after, words] = await Promise.all([
+        runCli(['demo', '--region', 'eu', '--json'], regionEnv),
+        runCli(['demo', '--region', 'eu'], regionEnv),
+      ]);
       expect(after.json<{ baseUrl: string; serverRunning: boolean }>()).toMatchObject({
         baseUrl: 'http://127.0.0.1:3000',
         serverRunning: false,
       });
       // In words, for people: no server of the region answers, and how to start one.
-      const words = await runCli(['demo', '--region', 'eu'], regionEnv);
       expect(words.stdout).toContain('No Parley server of region eu answers at http://127.0.0.1:3000');
       expect(words.stdout).toContain('npx parley serve --region eu');
       if (PG_URL) for (const s of schemas) await dropPostgresSchema(PG_URL, s);
     }
   }, 120_000);
+});
+
+/**
+ * Argument parsing and the wording of refusals: the same code on either database (the lookups
+ * behind "unknown organization" are the repositories the tests above run on both), so SQLite proves
+ * the point.
+ */
+describe('parley CLI: arguments and refusals (sqlite)', () => {
+  let t: TestApp;
+  let env: Record<string, string>;
+  const cli = (...args: string[]) => runCli(args, env);
+
+  beforeAll(async () => {
+    t = await createTestApp('sqlite');
+    env = { ...t.env, LOG_LEVEL: 'warn' };
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('exits non-zero with a one-line message on bad input', async () => {
+    const org = (await cli('org', 'create', '--name', 'Errors', '--plan', 'paid', '--json')).json<{ id: string }>().id;
+    const agent = (await cli('agent', 'create', '--org', org, '--name', 'A', '--json')).json<{ id: string }>().id;
+    const cases: [string[], RegExp][] = [
+      [
+        ['key', 'create', '--org', 'org_nope', '--label', 'x', '--scope', 'organization', '--permissions', 'channels'],
+        /unknown organization "org_nope"/,
+      ],
+      [
+        [
+          'key',
+          'create',
+          '--org',
+          org,
+          '--label',
+          'x',
+          '--scope',
+          'agent',
+          '--agent',
+          agent,
+          '--permissions',
+          'endusers',
+        ],
+        /agent-scoped key cannot hold End-users/,
+      ],
+      [
+        [
+          'key',
+          'create',
+          '--org',
+          org,
+          '--label',
+          'x',
+          '--scope',
+          'agent',
+          '--agent',
+          'agt_nope',
+          '--permissions',
+          'channels',
+        ],
+        /unknown agent "agt_nope"/,
+      ],
+      [
+        ['key', 'create', '--org', org, '--label', 'x', '--scope', 'team', '--permissions', 'channels'],
+        /scope must be organization, agent or campaign/,
+      ],
+      [
+        ['key', 'create', '--org', org, '--label', 'x', '--scope', 'organization', '--permissions', 'admin'],
+        /unknown permission "admin"/,
+      ],
+      [['key', 'create', '--org', org, '--label', 'x', '--scope', 'organization'], /at least one permission/],
+      [['key', 'revoke', '--org', org, '--id', 'key_nope'], /unknown key "key_nope"/],
+      [['agent', 'create', '--org', 'org_nope', '--name', 'A'], /unknown organization/],
+      [['agent', 'list', '--org', 'org_nope'], /^parley: unknown organization "org_nope"\n$/],
+      [['key', 'list', '--org', 'org_nope'], /^parley: unknown organization "org_nope"\n$/],
+      [['serve', '--data', '/etc/passwd', '--port', '1'], /^parley: data folder "\/etc\/passwd" is not a folder/],
+      [['org', 'plan', '--org', org, '--plan', 'gold'], /plan must be one of free, paid/],
+      [['org', 'create', '--name', 'X', '--region', 'mars'], /unknown region "mars"/],
+      [['key', 'list'], /required option not specified: --org <id>/],
+      [['key', 'frobnicate'], /unknown command|error/i],
+    ];
+    // A few at a time: each is a Node process, and the machine may have two cores.
+    const results: Awaited<ReturnType<typeof cli>>[] = [];
+    for (let i = 0; i < cases.length; i += 3) {
+      results.push(...(await Promise.all(cases.slice(i, i + 3).map(([args]) => cli(...args, '--json')))));
+    }
+    results.forEach((res, i) => {
+      const [args, message] = cases[i] ?? [[], /./];
+      expect(res.code, `parley ${args.join(' ')}`).not.toBe(0);
+      expect(res.stderr, `parley ${args.join(' ')}`).toMatch(message);
+      expect(res.stderr).not.toMatch(/\n\s+at /); // no stack trace
+    });
+  }, 120_000);
+
+  it('--version prints the software version; help marks required options and shows an example', async () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const [version, help] = await Promise.all([cli('--version'), cli('trigger', 'create', '--help')]);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toBe(pkg.version);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/--org <id>\s+organization ID \(required\)/);
+    const idLine = help.stdout.split('\n').find((l) => l.includes('--id <slug>')) ?? '';
+    expect(idLine).toContain('trigger ID');
+    expect(idLine).not.toContain('required');
+    expect(help.stdout).toContain('Example:\n  $ npx parley trigger create --org org_...');
+  });
+
+  it('every missing required option is reported at once', async () => {
+    const [res, campaign] = await Promise.all([
+      cli('trigger', 'create', '--org', 'org_x'),
+      cli('campaign', 'create', '--org', 'org_x', '--name', 'Spring'),
+    ]);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain(
+      'required options not specified: --agent <id>, --name <name>, --template <name>, --language <code>',
+    );
+    expect(campaign.code).not.toBe(0);
+    expect(campaign.stderr).toContain(
+      'required options not specified: --agent <id>, --template <name>, --language <code>',
+    );
+  });
 
   it('serve refuses a port in use and a bad region with a clear message', async () => {
     const port = await freePort();
     const first = await startServe(['--port', String(port)], env);
     try {
-      const clash = await runCli(['serve', '--port', String(port)], env);
+      const [clash, bad, badPort] = await Promise.all([
+        runCli(['serve', '--port', String(port)], env),
+        runCli(['serve', '--region', 'mars'], env),
+        runCli(['serve', '--port', 'abc'], env),
+      ]);
       expect(clash.code).not.toBe(0);
       expect(clash.stderr).toMatch(/already in use/);
-      const bad = await runCli(['serve', '--region', 'mars'], env);
       expect(bad.code).not.toBe(0);
       expect(bad.stderr).toMatch(/unknown region "mars"/);
-      const badPort = await runCli(['serve', '--port', 'abc'], env);
       expect(badPort.stderr).toMatch(/port must be a positive integer/);
     } finally {
       await first.stop();

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEndpoint } from '../../src/events/endpoint.service.js';
 import { EVENT_DELIVERY_QUEUE } from '../../src/events/event.service.js';
 import { assignNumber } from '../../src/numbers/number.service.js';
-import { MAGIC_NUMBERS } from '../../src/sandbox/sandbox.js';
+import { MAGIC_NUMBERS } from '../../src/sandbox/index.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { DIALECTS } from '../helpers/app.js';
 import { runCli } from '../helpers/cli.js';
@@ -638,19 +638,19 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
       enabled: true,
     });
     const base = ['trigger', 'create', '--org', tenant.org.id, '--agent', tenant.agent.id, '--name', 'N'];
-    const auto = await runCli([...base, '--template', 'hello_world', '--language', 'en_US', '--json'], t.env);
+    // These four at once: each needs only the first trigger, and the list below comes after them all.
+    const [auto, badSlug, dup, badLanguage] = await Promise.all([
+      runCli([...base, '--template', 'hello_world', '--language', 'en_US', '--json'], t.env),
+      runCli([...base, '--template', 'hello_world', '--language', 'en_US', '--id', 'Not OK'], t.env),
+      runCli([...base, '--template', 'x', '--language', 'en_US', '--id', 'order_shipped'], t.env),
+      runCli([...base, '--template', 'x', '--language', 'english'], t.env),
+    ]);
     expect(auto.code, auto.stderr).toBe(0);
     expect(auto.json<{ id: string }>().id).toMatch(/^[a-z0-9_-]{1,64}$/);
-    const badSlug = await runCli(
-      [...base, '--template', 'hello_world', '--language', 'en_US', '--id', 'Not OK'],
-      t.env,
-    );
     expect(badSlug.code).not.toBe(0);
     expect(badSlug.stderr).toMatch(/a-z, 0-9/);
-    const dup = await runCli([...base, '--template', 'x', '--language', 'en_US', '--id', 'order_shipped'], t.env);
     expect(dup.code).not.toBe(0);
     expect(dup.stderr).toMatch(/already has a trigger/);
-    const badLanguage = await runCli([...base, '--template', 'x', '--language', 'english'], t.env);
     expect(badLanguage.stderr).toMatch(/xx_XX/);
     const list = await runCli(['trigger', 'list', '--org', tenant.org.id, '--agent', tenant.agent.id, '--json'], t.env);
     expect(list.code, list.stderr).toBe(0);

@@ -62,32 +62,46 @@ describe.each(DIALECTS)('user and audit commands (%s)', (dialect) => {
     expect(await verifyPassword('first password 1', row.password_hash)).toBe(true);
     expect((await postLogin(t.app, 'ada@example.com', 'first password 1')).statusCode).toBe(303);
 
-    const duplicate = await runCli(
-      [
-        'user',
-        'create',
-        '--org',
-        org.id,
-        '--email',
-        'ada@example.com',
-        '--role',
-        'member',
-        '--password',
-        'another one 1',
-      ],
-      t.env,
-    );
+    // The three refusals at once: none depends on another; the list below comes after them all.
+    const [duplicate, badRole, short] = await Promise.all([
+      runCli(
+        [
+          'user',
+          'create',
+          '--org',
+          org.id,
+          '--email',
+          'ada@example.com',
+          '--role',
+          'member',
+          '--password',
+          'another one 1',
+        ],
+        t.env,
+      ),
+      runCli(
+        [
+          'user',
+          'create',
+          '--org',
+          org.id,
+          '--email',
+          'x@example.com',
+          '--role',
+          'boss',
+          '--password',
+          'another one 1',
+        ],
+        t.env,
+      ),
+      runCli(
+        ['user', 'create', '--org', org.id, '--email', 'x@example.com', '--role', 'admin', '--password', 'short'],
+        t.env,
+      ),
+    ]);
     expect(duplicate.code).toBe(1);
     expect(duplicate.stderr).toContain('already exists');
-    const badRole = await runCli(
-      ['user', 'create', '--org', org.id, '--email', 'x@example.com', '--role', 'boss', '--password', 'another one 1'],
-      t.env,
-    );
     expect(badRole.stderr).toContain('role must be owner, admin or member');
-    const short = await runCli(
-      ['user', 'create', '--org', org.id, '--email', 'x@example.com', '--role', 'admin', '--password', 'short'],
-      t.env,
-    );
     expect(short.stderr).toContain('at least 10 characters');
 
     const list = await runCli(['user', 'list', '--org', org.id, '--json'], t.env);
@@ -124,7 +138,10 @@ describe.each(DIALECTS)('user and audit commands (%s)', (dialect) => {
     expect(removed.code).toBe(0);
     expect((await postLogin(t.app, 'ada@example.com', 'second password 2')).statusCode).toBe(401);
 
-    const audit = await runCli(['audit', 'list', '--org', org.id, '--json'], t.env);
+    const [audit, text] = await Promise.all([
+      runCli(['audit', 'list', '--org', org.id, '--json'], t.env),
+      runCli(['audit', 'list', '--org', org.id], t.env),
+    ]);
     const entries = audit.json<{ actor: string; action: string; targetId: string }[]>();
     expect(entries.map((e) => e.action)).toEqual([
       'user.removed',
@@ -137,7 +154,6 @@ describe.each(DIALECTS)('user and audit commands (%s)', (dialect) => {
     expect(new Set(entries.map((e) => e.actor))).toEqual(new Set(['cli']));
     expect(entries[1]?.targetId).toBe(keyId);
     expect(JSON.stringify(entries)).not.toContain('password 2');
-    const text = await runCli(['audit', 'list', '--org', org.id], t.env);
     expect(text.stdout).toMatch(/cli\s+key\.revoked\s+api_key key_/);
   }, 120_000);
 });

@@ -6,6 +6,7 @@ import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startCheckpointer, WAL_SIZE_LIMIT } from '../../src/db/checkpointer.js';
 import { openDatabase } from '../../src/db/database.js';
+import { ROOT } from '../helpers/cli.js';
 import { until } from '../helpers/wait.js';
 
 const dirs: string[] = [];
@@ -99,12 +100,14 @@ describe('WAL checkpoints of a server (SQLite)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'parley-checkpoint-'));
     dirs.push(dir);
     const script = `
-      import { openDatabase } from './src/db/database.ts';
+      import { openDatabase } from './dist/db/database.js';
       const database = await openDatabase({ kind: 'sqlite', file: ${JSON.stringify(join(dir, 'x.db'))}, busyTimeoutMs: 1000 }, { backgroundCheckpoints: true });
       await database.close();
       console.log('closed');
     `;
-    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    // The build (test/global-setup.ts makes it): compiling the sources in the child costs seconds.
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: ROOT,
       encoding: 'utf8',
       timeout: 60_000,
     });

@@ -1,11 +1,12 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordAcceptance } from '../../src/channels/send-from-agent.js';
-import { findConversationWithKeyEpoch } from '../../src/conversations/conversation.repository.js';
+import { findConversationWithKeyEpoch } from '../../src/conversations/conversation.fast.js';
 import { PerTurn } from '../../src/db/per-turn.js';
 import { batchedReads, precompiled, slot } from '../../src/db/precompiled.js';
-import { findEndUserByIdWithKeyEpoch } from '../../src/end-users/end-user.repository.js';
-import { applyPendingStatuses, findMessageWithKeyEpoch } from '../../src/messaging/message.repository.js';
+import { findEndUserByIdWithKeyEpoch } from '../../src/end-users/end-user.fast.js';
+import { findMessageWithKeyEpoch } from '../../src/messaging/message.fast.js';
+import { applyPendingStatuses } from '../../src/messaging/status.repository.js';
 import { DIALECTS } from '../helpers/app.js';
 import { createMessagingApp, type MessagingTestApp, makeSendingTenant, templateSend } from '../helpers/messaging.js';
 

@@ -10,9 +10,9 @@ import {
   recipientQuery,
   recipientStoringMessage,
   recipientsStoringMessages,
-} from '../../src/conversations/conversation.repository.js';
+} from '../../src/conversations/conversation.fast.js';
 import { dropPostgresSchema, postgresSettingWarnings } from '../../src/db/database.js';
-import { MESSAGE_COLUMNS } from '../../src/messaging/message.repository.js';
+import { MESSAGE_COLUMNS } from '../../src/messaging/message.model.js';
 import { startServer } from '../../src/server.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { DIALECTS, PG_SECRETS, PG_URL, type TestApp } from '../helpers/app.js';

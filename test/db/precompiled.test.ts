@@ -1,7 +1,8 @@
 import SQLite from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { precompiled, slot } from '../../src/db/precompiled.js';
-import { isWindowOpen, openWindow } from '../../src/messaging/message.repository.js';
+import { isWindowOpen } from '../../src/messaging/message.fast.js';
+import { openWindow } from '../../src/messaging/window.repository.js';
 import { createTestApp, DIALECTS, type TestApp } from '../helpers/app.js';
 
 const windowsOf = precompiled((db) =>

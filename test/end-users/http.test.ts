@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { searchKey } from '../../src/end-users/normalize.js';
 import { newId } from '../../src/shared/ids.js';
 import { createTestApp, DIALECTS, type TestApp } from '../helpers/app.js';
-import { CLI_ENTRY } from '../helpers/cli.js';
+import { CLI_ENTRY, inCliSlot } from '../helpers/cli.js';
 import { expectDocumentedResponse, fromFetch } from '../helpers/contract.js';
 import { makeOrg, makeTenant } from '../helpers/factories.js';
 
@@ -28,23 +28,26 @@ function parley(
   env: Record<string, string>,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const base = cleanEnv();
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...CLI_ENTRY, ...args], {
-      cwd: ROOT,
-      env: { ...base, NODE_NO_WARNINGS: '1', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return inCliSlot(
+    () =>
+      new Promise((resolve, reject) => {
+        const child = spawn(process.execPath, [...CLI_ENTRY, ...args], {
+          cwd: ROOT,
+          env: { ...base, NODE_NO_WARNINGS: '1', ...env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d: Buffer) => {
+          stdout += d.toString();
+        });
+        child.stderr.on('data', (d: Buffer) => {
+          stderr += d.toString();
+        });
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      }),
+  );
 }
 
 describe.each(DIALECTS)('end users over real HTTP and the CLI (%s)', (dialect) => {
@@ -425,8 +428,12 @@ describe.each(DIALECTS)('end users over real HTTP and the CLI (%s)', (dialect) =
       ],
       [[file, '--rejects', dir], `parley: cannot write the rejects file ${dir}: it is not a regular file\n`],
     ];
-    for (const [args, message] of cases) {
-      const run = await parley(['endusers', 'import', ...args, '--org', org.id], t.env);
+    // All at once: each is refused before it imports anything.
+    const runs = await Promise.all(
+      cases.map(([args]) => parley(['endusers', 'import', ...args, '--org', org.id], t.env)),
+    );
+    for (const [i, [args, message]] of cases.entries()) {
+      const run = runs[i] ?? { code: null, stdout: '', stderr: '' };
       expect(run.code, args.join(' ')).toBe(1);
       expect(run.stderr).toBe(message);
       expect(run.stdout).toBe('');
@@ -444,7 +451,15 @@ describe.each(DIALECTS)('end users over real HTTP and the CLI (%s)', (dialect) =
     for (let i = 0; i < 1000; i++) lines.push(`After ${i},after${i}.broken@example.com`);
     writeFileSync(file, `${lines.join('\n')}\n`);
     const rejectsFile = join(dir, `broken-rejects-${dialect}.csv`);
-    const run = await parley(['endusers', 'import', file, '--org', org.id, '--rejects', rejectsFile, '--json'], t.env);
+    // A bad closing quote mid-file, without --json, into another organization: imported at the same
+    // time as the first file (checked below).
+    const other = await makeOrg(t.ctx, 'paid', 'US');
+    const file2 = join(dir, `broken2-${dialect}.csv`);
+    writeFileSync(file2, 'name,email\r\nA,a.b2@example.com\r\n"B"x,b.b2@example.com\r\nC,c.b2@example.com\r\n');
+    const [run, run2] = await Promise.all([
+      parley(['endusers', 'import', file, '--org', org.id, '--rejects', rejectsFile, '--json'], t.env),
+      parley(['endusers', 'import', file2, '--org', other.id], t.env),
+    ]);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(
       `parley: ${file}: the CSV record starting at line 1505 cannot be read (Quote Not Closed`,
@@ -463,11 +478,7 @@ describe.each(DIALECTS)('end users over real HTTP and the CLI (%s)', (dialect) =
     expect(readRejects(rejectsFile).map((r) => [r.line, r.code])).toEqual([['1505', 'INVALID_CSV']]);
     expect(await countIn(org.id)).toBe(1502);
 
-    // A bad closing quote mid-file, without --json: the summary on stdout, the error on stderr.
-    const other = await makeOrg(t.ctx, 'paid', 'US');
-    const file2 = join(dir, `broken2-${dialect}.csv`);
-    writeFileSync(file2, 'name,email\r\nA,a.b2@example.com\r\n"B"x,b.b2@example.com\r\nC,c.b2@example.com\r\n');
-    const run2 = await parley(['endusers', 'import', file2, '--org', other.id], t.env);
+    // The second file, without --json: the summary on stdout, the error on stderr.
     expect(run2.code).toBe(1);
     expect(run2.stdout).toMatch(
       /^2 rows: 1 created, 1 rejected \(\d+ ms\)\nrejected rows and reasons: .*broken2-\w+\.rejects\.csv\n$/,

@@ -126,23 +126,27 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
       url: `${receiver.url}${allPath}`,
       events: 'conversation.closed',
     });
-    const listed = await runCli(['endpoint', 'list', '--org', org.id, '--json'], t.env);
+    const [listed, table] = await Promise.all([
+      runCli(['endpoint', 'list', '--org', org.id, '--json'], t.env),
+      runCli(['endpoint', 'list', '--org', org.id], t.env),
+    ]);
     expect(listed.code, listed.stderr).toBe(0);
     const rows = listed.json<{ id: string; url: string; agentId: string | null; events: string[] }[]>();
     expect(rows.map((r) => r.id).sort()).toEqual([hook.id, all.id].sort());
     expect(rows.find((r) => r.id === hook.id)).toMatchObject({ url: `${receiver.url}${hookPath}`, agentId: agent.id });
     expect(rows.find((r) => r.id === all.id)).toMatchObject({ agentId: null, events: ['conversation.closed'] });
     expect(JSON.stringify(rows)).not.toMatch(/whsec_/);
-    const table = await runCli(['endpoint', 'list', '--org', org.id], t.env);
     expect(table.stdout).toMatch(/^ID\s+URL\s+AGENT\s+EVENTS\s+STATE/m);
     expect(table.stdout).toContain(hook.id);
 
     const deleted = await runCli(['endpoint', 'delete', '--id', hook.id, '--json'], t.env);
     expect(deleted.code, deleted.stderr).toBe(0);
     expect(deleted.json()).toEqual({ id: hook.id, deleted: true });
-    const after = await runCli(['endpoint', 'list', '--org', org.id, '--json'], t.env);
+    const [after, again] = await Promise.all([
+      runCli(['endpoint', 'list', '--org', org.id, '--json'], t.env),
+      runCli(['endpoint', 'delete', '--id', hook.id], t.env),
+    ]);
     expect(after.json<{ id: string }[]>().map((r) => r.id)).toEqual([all.id]);
-    const again = await runCli(['endpoint', 'delete', '--id', hook.id], t.env);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/endpoint/i);
 
@@ -415,13 +419,15 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
 
   it('an endpoint URL must be http(s); event names must exist', async () => {
     const org = await makeOrg(t.ctx);
-    const bad = await runCli(['endpoint', 'create', '--org', org.id, '--url', 'ftp://example.com/x'], t.env);
+    const [bad, events] = await Promise.all([
+      runCli(['endpoint', 'create', '--org', org.id, '--url', 'ftp://example.com/x'], t.env),
+      runCli(
+        ['endpoint', 'create', '--org', org.id, '--url', 'https://example.com/x', '--events', 'message.sent'],
+        t.env,
+      ),
+    ]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('must be http:// or https://');
-    const events = await runCli(
-      ['endpoint', 'create', '--org', org.id, '--url', 'https://example.com/x', '--events', 'message.sent'],
-      t.env,
-    );
     expect(events.code).toBe(1);
     expect(events.stderr).toContain("Unknown event type 'message.sent'");
   });

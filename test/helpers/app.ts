@@ -4,11 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { loadConfig } from '../../src/config.js';
-import { type AppContext, createContext, createLogger } from '../../src/context.js';
+import { type AppContext, createContext } from '../../src/context.js';
 import { dropPostgresSchema } from '../../src/db/database.js';
 import { buildApp } from '../../src/http/app.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { randomBase62 } from '../../src/shared/ids.js';
+import { createLogger } from '../../src/shared/logger.js';
 
 export type TestDialect = 'sqlite' | 'postgres';
 

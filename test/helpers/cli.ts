@@ -1,11 +1,17 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** How tests run the `parley` command: the build, which test/global-setup.ts makes before the suite. */
 export const CLI_ENTRY: readonly string[] = ['dist/cli/main.js'];
+/**
+ * How long a `parley` process may take by default: 30 s, or TEST_CLI_TIMEOUT_MS (for a machine so
+ * busy that starting Node takes that long).
+ */
+const CLI_TIMEOUT_MS = Number(process.env.TEST_CLI_TIMEOUT_MS) || 30_000;
 
 export interface CliResult {
   code: number | null;
@@ -24,8 +30,38 @@ export function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, NODE_NO_WARNINGS: '1', ...env };
 }
 
+/**
+ * At most this many `parley` processes of a test file at once (one per core): a test may start
+ * several independent commands together, and each keeps a core busy while it loads. More at once
+ * only share the cores and stretch every process's start (and its timeout) on a busy machine.
+ */
+const CLI_SLOTS = Math.max(1, availableParallelism());
+let cliRunning = 0;
+const cliWaiting: (() => void)[] = [];
+
+/** Runs `work` (which spawns one `parley` process) once a slot is free; frees it when `work` settles. */
+export async function inCliSlot<T>(work: () => Promise<T>): Promise<T> {
+  if (cliRunning >= CLI_SLOTS) await new Promise<void>((resolve) => cliWaiting.push(resolve));
+  else cliRunning++;
+  try {
+    return await work();
+  } finally {
+    const next = cliWaiting.shift();
+    if (next) next();
+    else cliRunning--;
+  }
+}
+
 /** Runs the real `parley` command (the build) and collects its output. */
-export function runCli(args: readonly string[], env: Record<string, string>, timeoutMs = 30_000): Promise<CliResult> {
+export function runCli(
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs = CLI_TIMEOUT_MS,
+): Promise<CliResult> {
+  return inCliSlot(() => spawnCli(args, env, timeoutMs));
+}
+
+function spawnCli(args: readonly string[], env: Record<string, string>, timeoutMs: number): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...CLI_ENTRY, ...args], {
       cwd: ROOT,
@@ -127,7 +163,7 @@ export interface ServeProcess {
 }
 
 /** Starts `parley serve ... --json` as a child process and waits for its ready line. */
-export function startServe(args: readonly string[], env: Record<string, string>, timeoutMs = 30_000) {
+export function startServe(args: readonly string[], env: Record<string, string>, timeoutMs = CLI_TIMEOUT_MS) {
   return new Promise<ServeProcess & { ready: { regions: { region: string; url: string; baseUrl: string }[] } }>(
     (resolve, reject) => {
       const child = spawn(process.execPath, [...CLI_ENTRY, 'serve', '--json', ...args], {

@@ -7,8 +7,7 @@ import type { AppContext } from '../../src/context.js';
 import { dropPostgresSchema } from '../../src/db/database.js';
 import type { MessageTable } from '../../src/messaging/messaging.tables.js';
 import { addNumber, assignNumber } from '../../src/numbers/number.service.js';
-import type { Sandbox } from '../../src/sandbox/sandbox.js';
-import { providerJson, signBody } from '../../src/sandbox/sandbox.js';
+import { providerJson, type Sandbox, signBody } from '../../src/sandbox/index.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { createTestApp, PG_URL, type TestApp, type TestAppOptions, type TestDialect } from './app.js';
 import { makeAgent, makeKey, makeTenant } from './factories.js';
@@ -311,14 +310,45 @@ export async function postWebhook(t: TestApp, payload: unknown) {
   return res;
 }
 
-/** The inbox rows kept out of the live queue. */
-export function storedWebhooks(t: TestApp) {
-  return t.ctx.db
-    .selectFrom('webhook_inbox')
-    .select(['id', 'state', 'attempts', 'last_error', 'phone_number_ids', 'body'])
-    .where('state', '!=', 'live')
-    .orderBy('received_at')
+/**
+ * The provider webhook bodies kept out of the queue, oldest first: the job runner's dead letters of
+ * the provider-webhook queue (`failed`) and the unrouted store's bodies (`unrouted`).
+ */
+export async function storedWebhooks(t: TestApp) {
+  const dead = await t.ctx.db
+    .selectFrom('job_dead_letters')
+    .select(['id', 'attempts', 'last_error', 'payload'])
+    .where('queue', '=', 'provider-webhook')
+    .where('attempts', '>', 0)
     .execute();
+  const unrouted = await t.ctx.db
+    .selectFrom('webhook_unrouted')
+    .select(['id', 'attempts', 'last_error', 'phone_number_ids', 'body', 'received_at'])
+    .execute();
+  const rows = [
+    ...dead.map((r) => {
+      const { raw, receivedAt } = JSON.parse(r.payload) as { raw: string; receivedAt: number };
+      const row = { id: r.id, state: 'failed', attempts: Number(r.attempts), last_error: r.last_error };
+      return { ...row, phone_number_ids: null as string | null, body: raw, receivedAt: Number(receivedAt) };
+    }),
+    ...unrouted.map((r) => {
+      const row = {
+        id: r.id,
+        state: 'unrouted',
+        attempts: Number(r.attempts),
+        last_error: r.last_error as string | null,
+      };
+      return {
+        ...row,
+        phone_number_ids: r.phone_number_ids as string | null,
+        body: r.body,
+        receivedAt: Number(r.received_at),
+      };
+    }),
+  ];
+  // Oldest first; bodies received at the same time in the order they were kept (a stable sort).
+  rows.sort((a, b) => a.receivedAt - b.receivedAt);
+  return rows.map(({ receivedAt: _receivedAt, ...row }) => row);
 }
 
 /** Deletes the data of a test app whose app and context were closed by hand (a "restart"). */

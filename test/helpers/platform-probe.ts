@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { findAgent } from '../../src/agents/agent.service.js';
 import { assertAgentAllowed, targetAgentId } from '../../src/auth/auth.js';
 import { loadConfig } from '../../src/config.js';
-import { type AppContext, createContext, createLogger } from '../../src/context.js';
+import { type AppContext, createContext } from '../../src/context.js';
 import { dropPostgresSchema } from '../../src/db/database.js';
 import { buildApp } from '../../src/http/app.js';
 import { BEARER, principalOf, requireKey } from '../../src/http/auth.js';
@@ -21,6 +21,7 @@ import type { Permission } from '../../src/keys/permissions.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { AppError } from '../../src/shared/errors.js';
 import { randomBase62 } from '../../src/shared/ids.js';
+import { createLogger } from '../../src/shared/logger.js';
 import { PG_SECRETS, PG_URL, type TestApp, type TestDialect } from './app.js';
 
 export const PROBE_CODED = '/api/__probe/coded';

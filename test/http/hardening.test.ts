@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REDACT_PATHS } from '../../src/context.js';
+import { REDACT_PATHS } from '../../src/shared/logger.js';
 import { DIALECTS, type TestApp } from '../helpers/app.js';
 import { contractViolation } from '../helpers/contract.js';
 import { makeKey, makeOrg } from '../helpers/factories.js';

@@ -1,8 +1,8 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { REDACT_PATHS } from '../../src/context.js';
 import { loggableUrl } from '../../src/http/request-log.js';
+import { REDACT_PATHS } from '../../src/shared/logger.js';
 import { DIALECTS } from '../helpers/app.js';
 import { makeKey, makeOrg } from '../helpers/factories.js';
 import { createProbeApp, PROBE_CODED, PROBE_CRASH } from '../helpers/platform-probe.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendClaimExpiryMs } from '../../src/channels/channel.routes.js';
 import { IDEMPOTENCY_TTL_MS, INVALID_IDEMPOTENCY_KEY } from '../../src/idempotency/idempotency.service.js';
 import type { MessagingProvider } from '../../src/messaging/provider.js';
-import { MAGIC_NUMBERS } from '../../src/sandbox/sandbox.js';
+import { MAGIC_NUMBERS } from '../../src/sandbox/index.js';
 import { ManualClock } from '../../src/shared/clock.js';
 import { DIALECTS } from '../helpers/app.js';
 import { makeKey } from '../helpers/factories.js';

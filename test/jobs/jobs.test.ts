@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/context.js';
 import { type JobInfo, type JobRunner, RetryLater } from '../../src/jobs/job-runner.js';
 import { createJobRunner } from '../../src/jobs/jobs.js';
 import { randomBase62 } from '../../src/shared/ids.js';
+import { createLogger } from '../../src/shared/logger.js';
 import { createTestApp, DIALECTS, type TestApp } from '../helpers/app.js';
 import { runCli } from '../helpers/cli.js';
 import { until } from '../helpers/wait.js';

@@ -10,7 +10,7 @@ import {
   type ProviderStatus,
   STATUS_RANK,
   type StatusEvent,
-} from '../../src/messaging/message.repository.js';
+} from '../../src/messaging/index.js';
 import { createTestApp, DIALECTS, PG_URL, type TestApp } from '../helpers/app.js';
 import { makeSendingTenant, templateMessageRow } from '../helpers/messaging.js';
 import { until } from '../helpers/wait.js';
@@ -216,7 +216,7 @@ describe.each(DIALECTS)('a message keeps its status history on its row (%s)', (d
 
     const down = await migrator.migrateTo('0014-sender-epoch');
     expect(down.error).toBeUndefined();
-    expect(down.results?.map((r) => [r.migrationName, r.direction])).toEqual([['0015-status-history', 'Down']]);
+    expect(down.results?.map((r) => [r.migrationName, r.direction]).at(-1)).toEqual(['0015-status-history', 'Down']);
     // What the version before wrote: statuses in message_statuses alone, here without the update
     // of the message that followed them (a process stopped in between).
     await sql`insert into message_statuses (message_id, status, occurred_at, received_at, error_code, error_message)

@@ -10,7 +10,7 @@ import { dropPostgresSchema } from '../../src/db/database.js';
 import { createEndpoint } from '../../src/events/endpoint.service.js';
 import { buildApp } from '../../src/http/app.js';
 import { PROVIDER_WEBHOOK_QUEUE } from '../../src/messaging/webhook.service.js';
-import { signBody } from '../../src/sandbox/sandbox.js';
+import { signBody } from '../../src/sandbox/index.js';
 import { ManualClock } from '../../src/shared/clock.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { DIALECTS, PG_SECRETS, PG_URL, type TestApp } from '../helpers/app.js';
@@ -201,13 +201,13 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
       // Acknowledged: the body is a durable job of the provider-webhook queue until it is applied.
       const pending = (await t.ctx.jobs.counts()).filter((c) => c.queue === PROVIDER_WEBHOOK_QUEUE);
       expect(pending.reduce((n, c) => n + (c.state === 'dead' ? 0 : c.count), 0)).toBe(1);
-      expect(await t.ctx.db.selectFrom('webhook_inbox').selectAll().execute()).toEqual([]);
+      expect(await storedWebhooks(t)).toEqual([]);
     } finally {
       await restore();
     }
     await t.ctx.messaging.webhooks.idle();
     t.ctx.messaging.webhooks.retryDelaysMs = [500, 2000, 8000, 30000];
-    expect(await t.ctx.db.selectFrom('webhook_inbox').selectAll().execute()).toEqual([]);
+    expect(await storedWebhooks(t)).toEqual([]);
     expect((await t.ctx.jobs.counts()).filter((c) => c.queue === PROVIDER_WEBHOOK_QUEUE && c.count > 0)).toEqual([]);
     expect((await getMessage(id)).json().message.status).toBe('delivered');
   });
@@ -252,9 +252,9 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     }
     const kept = (await storedWebhooks(t)).filter((r) => !before.some((b) => b.id === r.id));
     expect(kept).toMatchObject([{ state: 'failed', last_error: expect.stringMatching(/injected failure/) }]);
-    // The tests below count the inbox's rows: this one has been checked.
+    // The tests below count the kept bodies: this one has been checked.
     await t.ctx.db
-      .deleteFrom('webhook_inbox')
+      .deleteFrom('job_dead_letters')
       .where(
         'id',
         'in',
@@ -444,23 +444,30 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     }
   });
 
-  it('bodies left in the inbox by a stopped process are applied at the next start', async () => {
+  it('bodies left unprocessed by an earlier version are applied at the next start', async () => {
     const id = await sendOne();
-    // As a crash would leave them: acknowledged to the provider, never processed.
+    // As migration 0016 leaves the bodies a crash of a version with an in-memory queue left:
+    // acknowledged to the provider, never processed, now dead letters never attempted.
     const body = JSON.stringify(statusPayload(pid(), [{ id, status: 'read', timestamp: T0 + 5000 }]));
+    const leftover = (id: string, raw: string) => ({
+      id,
+      queue: PROVIDER_WEBHOOK_QUEUE,
+      payload: JSON.stringify({ raw, receivedAt: T0 }),
+      attempts: 0,
+      last_error: 'acknowledged but not applied before an earlier version stopped; the next start applies it',
+      failed_at: T0,
+    });
     await t.ctx.db
-      .insertInto('webhook_inbox')
-      .values([
-        { id: 'evt_leftover', body, received_at: T0 },
-        { id: 'evt_garbage', body: 'not json', received_at: T0 },
-      ])
+      .insertInto('job_dead_letters')
+      .values([leftover('evt_leftover', body), leftover('evt_garbage', 'not json')])
       .execute();
     expect(await t.ctx.messaging.webhooks.recover()).toBe(2);
     await t.ctx.messaging.webhooks.idle();
     const message = (await getMessage(id)).json().message;
     expect(message.status).toBe('read');
     expect(message.statuses.map((s: { status: string }) => s.status)).toEqual(['read']);
-    expect(await t.ctx.db.selectFrom('webhook_inbox').selectAll().execute()).toEqual([]);
+    expect(await t.ctx.db.selectFrom('job_dead_letters').selectAll().where('attempts', '=', 0).execute()).toEqual([]);
+    expect(await storedWebhooks(t)).toEqual([]);
   });
 
   it('read without delivered is fine; a late sent does not undo read', async () => {
@@ -537,7 +544,7 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
   });
 
   it('an inbound message for an unknown number, or for none, is kept unrouted; adding the number replays it', async () => {
-    const before = await t.ctx.db.selectFrom('webhook_inbox').select('id').where('state', '=', 'unrouted').execute();
+    const before = await t.ctx.db.selectFrom('webhook_unrouted').select('id').execute();
     const phoneNumberId = String(Date.now()).slice(-12);
     const from = randomPhone();
     const id = `wamid.unknown${Date.now()}`;
@@ -654,7 +661,11 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
     const res = await post(payload);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ received: 3 });
-    expect(await t.ctx.db.selectFrom('webhook_inbox').selectAll().where('state', '=', 'live').execute()).toEqual([]);
+    expect(
+      (await t.ctx.jobs.counts()).filter(
+        (c) => c.queue === PROVIDER_WEBHOOK_QUEUE && c.state !== 'dead' && c.count > 0,
+      ),
+    ).toEqual([]);
     expect((await storedWebhooks(t)).filter((r) => r.body.includes(good))).toEqual([]);
     const inbound = await t.ctx.db
       .selectFrom('inbound_messages')

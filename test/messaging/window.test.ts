@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openWindow } from '../../src/messaging/message.repository.js';
+import { openWindow } from '../../src/messaging/window.repository.js';
 import { ManualClock } from '../../src/shared/clock.js';
 import { DIALECTS } from '../helpers/app.js';
 import { expectMatchesContract } from '../helpers/contract.js';

@@ -67,7 +67,7 @@ describe.each(DIALECTS)('messaging numbers from the CLI (%s)', (dialect) => {
   });
   const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, { ...t.env, ...env });
 
-  // Ten CLI processes one after another: under a busy machine each can take seconds to start.
+  // Ten CLI processes, the refusals among them at once: under a busy machine each can take seconds to start.
   it('number add: a sandbox number by default; a cloud number with its token from the environment', async () => {
     const org = await makeOrg(t.ctx);
     const phone = randomPhone();
@@ -106,32 +106,9 @@ describe.each(DIALECTS)('messaging numbers from the CLI (%s)', (dialect) => {
     // The same secret key (data folder) opens it.
     expect(t.ctx.messaging.secrets.open(row.access_token_enc ?? '')).toBe('EAAG-very-secret');
 
-    const missingToken = await cli([
-      'number',
-      'add',
-      '--org',
-      org.id,
-      '--phone',
-      randomPhone(),
-      '--provider',
-      'cloud',
-      '--phone-number-id',
-      '1',
-      '--access-token-env',
-      'TEST_UNSET_TOKEN_VAR',
-    ]);
-    expect(missingToken.code).toBe(1);
-    expect(missingToken.stderr).toMatch(/TEST_UNSET_TOKEN_VAR is not set/);
-    const duplicate = await cli(['number', 'add', '--org', org.id, '--phone', phone]);
-    expect(duplicate.code).toBe(1);
-    expect(duplicate.stderr).toBe(`parley: the number ${phone} is already registered in this organization\n`);
-    const badPhone = await cli(['number', 'add', '--org', org.id, '--phone', '12345']);
-    expect(badPhone.code).toBe(1);
-    expect(badPhone.stderr).toMatch(/international format/);
-
-    // The same phone number ID twice: a clear sentence, not a database error.
-    const sameId = await cli(
-      [
+    // The refusals at once: none depends on another, and each is a Node process of its own.
+    const [missingToken, duplicate, badPhone, sameId, ...rest] = await Promise.all([
+      cli([
         'number',
         'add',
         '--org',
@@ -141,33 +118,62 @@ describe.each(DIALECTS)('messaging numbers from the CLI (%s)', (dialect) => {
         '--provider',
         'cloud',
         '--phone-number-id',
-        '106540352242922',
+        '1',
         '--access-token-env',
-        'TEST_MSGAPP_TOKEN',
-      ],
-      { TEST_MSGAPP_TOKEN: 'EAAG-other' },
-    );
+        'TEST_UNSET_TOKEN_VAR',
+      ]),
+      cli(['number', 'add', '--org', org.id, '--phone', phone]),
+      cli(['number', 'add', '--org', org.id, '--phone', '12345']),
+      // The same phone number ID twice: a clear sentence, not a database error.
+      cli(
+        [
+          'number',
+          'add',
+          '--org',
+          org.id,
+          '--phone',
+          randomPhone(),
+          '--provider',
+          'cloud',
+          '--phone-number-id',
+          '106540352242922',
+          '--access-token-env',
+          'TEST_MSGAPP_TOKEN',
+        ],
+        { TEST_MSGAPP_TOKEN: 'EAAG-other' },
+      ),
+      // Cloud-only options without --provider cloud are refused, not silently dropped.
+      ...[
+        ['--phone-number-id', '123'],
+        ['--access-token-env', 'TEST_MSGAPP_TOKEN'],
+      ].map((extra) =>
+        cli(['number', 'add', '--org', org.id, '--phone', randomPhone(), ...extra], {
+          TEST_MSGAPP_TOKEN: 'EAAG-dropped',
+        }),
+      ),
+      cli(['number', 'list', '--org', 'org_doesnotexist']),
+    ]);
+    expect(missingToken.code).toBe(1);
+    expect(missingToken.stderr).toMatch(/TEST_UNSET_TOKEN_VAR is not set/);
+    expect(duplicate.code).toBe(1);
+    expect(duplicate.stderr).toBe(`parley: the number ${phone} is already registered in this organization\n`);
+    expect(badPhone.code).toBe(1);
+    expect(badPhone.stderr).toMatch(/international format/);
     expect(sameId.code).toBe(1);
     expect(sameId.stderr).toBe(
       `parley: the phone number ID 106540352242922 is already registered (number ${cloudPhone})\n`,
     );
-    // Cloud-only options without --provider cloud are refused, not silently dropped.
-    for (const extra of [
-      ['--phone-number-id', '123'],
-      ['--access-token-env', 'TEST_MSGAPP_TOKEN'],
-    ]) {
-      const refused = await cli(['number', 'add', '--org', org.id, '--phone', randomPhone(), ...extra], {
-        TEST_MSGAPP_TOKEN: 'EAAG-dropped',
-      });
+    const unknownOrg = rest.pop();
+    for (const refused of rest) {
       expect(refused.code).toBe(1);
       expect(refused.stderr).toBe(
         'parley: --phone-number-id and --access-token-env are only for a cloud number: add --provider cloud\n',
       );
     }
-    const unknownOrg = await cli(['number', 'list', '--org', 'org_doesnotexist']);
-    expect(unknownOrg.code).toBe(1);
-    expect(unknownOrg.stderr).toBe('parley: unknown organization "org_doesnotexist"\n');
+    expect(unknownOrg?.code).toBe(1);
+    expect(unknownOrg?.stderr).toBe('parley: unknown organization "org_doesnotexist"\n');
 
+    // After every refusal: none of them added a number.
     const list = await cli(['number', 'list', '--org', org.id, '--json']);
     expect(
       list
@@ -184,19 +190,13 @@ describe.each(DIALECTS)('messaging numbers from the CLI (%s)', (dialect) => {
     const numbers = () => t.ctx.db.selectFrom('messaging_numbers').select('id').execute();
     const agentsBefore = await agentsOf();
     const numbersBefore = await numbers();
-    const invalid = await cli(['agent', 'create', '--org', tenant.org.id, '--name', 'Bad', '--number', '12345']);
+    // Both refusals at once: neither depends on the other.
+    const [invalid, taken] = await Promise.all([
+      cli(['agent', 'create', '--org', tenant.org.id, '--name', 'Bad', '--number', '12345']),
+      cli(['agent', 'create', '--org', tenant.org.id, '--name', 'Thief', '--number', stranger.number.phone]),
+    ]);
     expect(invalid.code).toBe(1);
     expect(invalid.stderr).toBe('parley: "12345" is not a phone number in international format (+E.164)\n');
-    const taken = await cli([
-      'agent',
-      'create',
-      '--org',
-      tenant.org.id,
-      '--name',
-      'Thief',
-      '--number',
-      stranger.number.phone,
-    ]);
     expect(taken.code).toBe(1);
     expect(taken.stderr).toBe(`parley: the number ${stranger.number.phone} is registered to another organization\n`);
     expect(await agentsOf()).toEqual(agentsBefore);
@@ -285,21 +285,20 @@ describe.each(DIALECTS)('parley serve with its sandbox, and `parley sandbox inbo
         });
       expect((await post()).status).toBe(400);
       // --from is checked before anything is sent.
-      for (const from of ['4155550100', 'hello', '+14155550100 ext. 5']) {
-        const refused = await runCli(
-          ['sandbox', 'inbound', '--agent', tenant.agent.id, '--from', from, '--text', 'Hi'],
-          t.env,
-        );
+      // The refusals at once: none depends on another.
+      const [blank, ...refusals] = await Promise.all([
+        runCli(['sandbox', 'inbound', '--agent', tenant.agent.id, '--from', user, '--text', ' '], t.env),
+        ...['4155550100', 'hello', '+14155550100 ext. 5'].map((from) =>
+          runCli(['sandbox', 'inbound', '--agent', tenant.agent.id, '--from', from, '--text', 'Hi'], t.env),
+        ),
+      ]);
+      for (const refused of refusals) {
         expect(refused.code).toBe(1);
         expect(refused.stdout).toBe('');
         expect(refused.stderr).toMatch(
           /^parley: --from must be a phone number (in international format|without an extension)/,
         );
       }
-      const blank = await runCli(
-        ['sandbox', 'inbound', '--agent', tenant.agent.id, '--from', user, '--text', ' '],
-        t.env,
-      );
       expect(blank.code).toBe(1);
       expect(blank.stderr).toBe('parley: --text must not be empty\n');
       expect(

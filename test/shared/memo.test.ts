@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { endUserPhoneOf, parseInternationalPhone } from '../../src/numbers/phone.js';
 import { memoize } from '../../src/shared/memo.js';
+import { endUserPhoneOf, parseInternationalPhone } from '../../src/shared/phone.js';
 
 describe('memoize', () => {
   it('calls the function once per input while it remembers, undefined results included, and starts over when full', () => {

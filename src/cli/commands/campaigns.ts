@@ -10,10 +10,9 @@ import {
   removeCampaign,
   resumeCampaign,
 } from '../../campaigns/campaign.service.js';
-import { CampaignDeliverer } from '../../campaigns/deliver-campaign.task.js';
-import { createNumberPacer } from '../../campaigns/number-pacer.js';
-import { createLogger } from '../../context.js';
+import { defineCampaignQueues } from '../../campaigns/campaign-tasks.js';
 import { createJobRunner } from '../../jobs/jobs.js';
+import { createLogger } from '../../shared/logger.js';
 import { type AdminContext, type DbFlags, withAdmin } from '../admin.js';
 import { formatTable, print, printJson } from '../output.js';
 import { action, dbOptions } from '../run.js';
@@ -43,14 +42,12 @@ async function withJobStore<T>(
 ) {
   const logger = createLogger({ ...admin.config, logLevel: 'warn' });
   const jobs = await createJobRunner(admin.config, admin.region.database, admin.database, admin.clock, logger);
-  const pacer = await createNumberPacer({ mps: admin.config.campaigns.numberMps, region: admin.region.region, logger });
-  new CampaignDeliverer(admin.config.campaigns, pacer).define(jobs);
+  defineCampaignQueues(jobs);
   await jobs.init();
   try {
     return await fn(jobs);
   } finally {
     await jobs.stop();
-    await pacer.close();
   }
 }
 

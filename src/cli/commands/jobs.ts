@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
-import { createLogger } from '../../context.js';
 import type { JobRunner } from '../../jobs/job-runner.js';
 import { createJobRunner } from '../../jobs/jobs.js';
+import { createLogger } from '../../shared/logger.js';
 import { type AdminContext, type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, fail } from '../run.js';

@@ -1,16 +1,17 @@
 import type { Command } from 'commander';
 import type { Agent } from '../../agents/agent.service.js';
-import { createLogger } from '../../context.js';
 import { WebhookProcessor } from '../../messaging/webhook.service.js';
+import { createSecretBox, secretKeyOf } from '../../numbers/index.js';
 import {
   addNumber,
   assignNumber,
   createAgentWithNumber as createAgentWithNumberIn,
   findNumberByPhone,
+  isPhoneRegistered,
   listNumbers,
   type MessagingNumber,
 } from '../../numbers/number.service.js';
-import { createSecretBox, secretKeyOf } from '../../numbers/secret-box.js';
+import { createLogger } from '../../shared/logger.js';
 import type { AdminContext, DbFlags } from '../admin.js';
 import { withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
@@ -76,14 +77,7 @@ const demoNumbers: DemoStep = async (admin, demo) => {
     let number: MessagingNumber | undefined;
     for (let attempt = 0; attempt < 5 && !number; attempt++) {
       const phone = `+1650${2 + Math.floor(Math.random() * 8)}${String(Math.floor(Math.random() * 1e6)).padStart(6, '0')}`;
-      if (
-        await admin.database.db
-          .selectFrom('messaging_numbers')
-          .select('id')
-          .where('phone', '=', phone)
-          .executeTakeFirst()
-      )
-        continue;
+      if (await isPhoneRegistered(admin.database.db, phone)) continue;
       number = await assignAgentNumber(admin, demo.orgId, agent.id, phone);
     }
     if (number) demo.notes.push(`  agent ${agent.name} sends from sandbox number ${number.phone}`);

@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { createAgent, listAgents } from '../../agents/agent.service.js';
 import { CLI_ACTOR } from '../../audit/audit.service.js';
 import { migrateToLatest } from '../../db/database.js';
+import { PERMISSION_LABELS, SCOPE_LABELS } from '../../keys/index.js';
 import { createKey, listKeys, revokeKey } from '../../keys/key.service.js';
-import { PERMISSION_LABELS, SCOPE_LABELS } from '../../keys/permissions.js';
 import {
   createOrganization,
   listOrganizations,

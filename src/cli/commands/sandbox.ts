@@ -1,18 +1,15 @@
 import { join } from 'node:path';
 import closeWithGrace from 'close-with-grace';
 import type { Command } from 'commander';
-import type { Kysely } from 'kysely';
 import { request } from 'undici';
 import { loadConfig } from '../../config.js';
-import { createLogger } from '../../context.js';
-import type { DB } from '../../db/schema.js';
 import { SANDBOX_STATE_FILE } from '../../messaging/messaging.js';
-import { parseInternationalPhone } from '../../numbers/phone.js';
-import { webhookAppSecretOf } from '../../numbers/secret-box.js';
-import { startSandbox } from '../../sandbox/sandbox.js';
-import { findAgentNumber } from '../../sandbox/sandbox.service.js';
-import { readSandboxAddress } from '../../sandbox/sandbox-address.js';
+import { webhookAppSecretOf } from '../../numbers/index.js';
+import { readSandboxAddress, startSandbox } from '../../sandbox/index.js';
+import { findAgentNumber, waitForInbound } from '../../sandbox/sandbox.service.js';
 import { systemClock } from '../../shared/clock.js';
+import { createLogger } from '../../shared/logger.js';
+import { parseInternationalPhone } from '../../shared/phone.js';
 import { type DbFlags, withAdmin } from '../admin.js';
 import { print, printJson } from '../output.js';
 import { action, dbOptions, fail } from '../run.js';
@@ -137,33 +134,4 @@ export function registerSandboxCommands(program: Command): void {
         },
       ),
     );
-}
-
-/**
- * Polls Parley's database until the inbound message is stored (its window is opened in the same
- * transaction), or its webhook was kept as failed or unrouted, or the time is up.
- */
-async function waitForInbound(
-  db: Kysely<DB>,
-  messageId: string,
-  timeoutMs: number,
-): Promise<'applied' | 'failed' | 'unrouted' | 'pending'> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const stored = await db
-      .selectFrom('inbound_messages')
-      .select('provider_message_id')
-      .where('provider_message_id', '=', messageId)
-      .executeTakeFirst();
-    if (stored) return 'applied';
-    const kept = await db
-      .selectFrom('webhook_inbox')
-      .select('state')
-      .where('state', '!=', 'live')
-      .where('body', 'like', `%"id":"${messageId}"%`)
-      .executeTakeFirst();
-    if (kept) return kept.state === 'unrouted' ? 'unrouted' : 'failed';
-    if (Date.now() >= deadline) return 'pending';
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }

@@ -1,8 +1,8 @@
 import closeWithGrace from 'close-with-grace';
 import type { Command } from 'commander';
 import { type ConfigFlags, loadConfig } from '../../config.js';
-import { createLogger } from '../../context.js';
 import { startServer } from '../../server.js';
+import { createLogger } from '../../shared/logger.js';
 import { action, fail } from '../run.js';
 
 interface ListenError {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { createLogger } from '../../context.js';
 import { WebhookProcessor } from '../../messaging/webhook.service.js';
+import { createLogger } from '../../shared/logger.js';
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, fail } from '../run.js';
@@ -8,8 +8,10 @@ import { CLI_RETRY_DELAYS_MS } from './numbers.js';
 
 /**
  * Provider webhooks Parley acknowledged but could not apply: `failed` (their work kept failing
- * after the in-process retries) or `unrouted` (an inbound message for a phone number ID no number
- * has). They are kept in the inbox table, out of the live queue, until replayed here.
+ * after the retries: the job runner's dead letters of the `provider-webhook` queue, the same ones
+ * `parley jobs dead --queue provider-webhook` lists and `parley jobs replay` puts back on the
+ * queue) or `unrouted` (an inbound message for a phone number ID no number has: the unrouted
+ * store). `retry` applies them in this process and says what became of each.
  */
 export function registerWebhookCommands(program: Command): void {
   const webhooks = program.command('webhooks').description('provider webhooks kept because they could not be applied');

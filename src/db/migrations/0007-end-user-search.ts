@@ -1,7 +1,13 @@
 import { type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
-import { searchKey } from '../../end-users/normalize.js';
 
 const BACKFILL_CHUNK = 2000;
+
+/**
+ * The name key as this migration computes it (NFKC, then lower-cased by JavaScript). A copy of
+ * end-users' searchKey as it stood, so that this step of history stays what it was whatever
+ * becomes of the live function.
+ */
+const searchKey = (text: string): string => text.normalize('NFKC').toLowerCase();
 
 /**
  * `q` matches names through a key computed in JavaScript (end_users.name_search, see searchKey),

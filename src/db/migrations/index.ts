@@ -14,6 +14,7 @@ import { campaigns } from './0012-campaigns.js';
 import { keyEpoch } from './0013-key-epoch.js';
 import { senderEpoch } from './0014-sender-epoch.js';
 import { statusHistory } from './0015-status-history.js';
+import { oneDeadLetterStore } from './0016-one-dead-letter-store.js';
 
 /**
  * Every migration, in order. Names sort lexically; add new ones at the end with the next number.
@@ -35,6 +36,7 @@ export const migrations: Record<string, Migration> = {
   '0013-key-epoch': keyEpoch,
   '0014-sender-epoch': senderEpoch,
   '0015-status-history': statusHistory,
+  '0016-one-dead-letter-store': oneDeadLetterStore,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,10 +1,12 @@
+import type { CountryCode } from 'libphonenumber-js';
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
-import { normalizePhone } from '../end-users/normalize.js';
-import { memoize } from '../shared/memo.js';
+// The "max" metadata checks number patterns, not only lengths, so isValid() refuses numbers no carrier uses.
+import { AsYouType, parsePhoneNumberFromString as parseWithMaxMetadata } from 'libphonenumber-js/max';
+import { memoize } from './memo.js';
 
 /**
- * Phone numbers of the messaging feature, in one place so that sends, inbound webhooks, the
- * 24-hour window and the sandbox all agree.
+ * Phone numbers, in one place so that sends, inbound webhooks, the 24-hour window, the sandbox
+ * and end-user records all agree.
  *
  *  - What a caller writes (`to` of a send, `from` of the sandbox helper) must be in international
  *    format and valid for libphonenumber's default metadata; it is stored in E.164.
@@ -94,4 +96,34 @@ function endUserPhone(e164: string): string | undefined {
     if (valid) return valid;
   }
   return undefined;
+}
+
+/**
+ * E.164 (`+14155552671`), or undefined when the text is not exactly one valid number. A number
+ * written without `+` is read in the organization's default country, when it has one. Text around
+ * the number (`+447400123456abc`, `call +1...`) and extensions (`ext. 12`, `x12`) are refused, not
+ * dropped: an extension cannot be messaged, and silently keeping part of the input would store a
+ * number the caller did not write.
+ */
+export function normalizePhone(value: string, defaultCountry?: string | null): string | undefined {
+  const text = value.trim();
+  if (!text || text.length > 40) return undefined;
+  const parsed = parseWithMaxMetadata(text, {
+    ...(defaultCountry ? { defaultCountry: defaultCountry as CountryCode } : {}),
+    extract: false,
+  });
+  if (!parsed?.isValid() || parsed.ext) return undefined;
+  return parsed.number;
+}
+
+/**
+ * The E.164 prefix of a partly typed national number (`07400` in GB → `+447400`), or undefined
+ * when the text is not digits and separators or reads as nothing in that country.
+ */
+export function nationalPhonePrefix(text: string, country: string): string | undefined {
+  if (!/^[\d\s().-]+$/.test(text)) return undefined;
+  const typed = new AsYouType(country as CountryCode);
+  typed.input(text);
+  const value = typed.getNumberValue();
+  return value && /^\+\d+$/.test(value) ? value : undefined;
 }

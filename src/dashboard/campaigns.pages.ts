@@ -1,7 +1,5 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { listAgents } from '../agents/agent.service.js';
-import { deliveriesOfCampaign } from '../campaigns/accept-recipients.js';
-import { DELIVERY_STATUSES } from '../campaigns/campaign.repository.js';
 import {
   type Campaign,
   campaignWithCounts,
@@ -11,29 +9,22 @@ import {
   removeCampaign,
   resumeCampaign,
 } from '../campaigns/campaign.service.js';
+import { DELIVERY_STATUSES, deliveriesOfCampaign } from '../campaigns/index.js';
 import type { AppContext } from '../context.js';
-import { listEndUsers } from '../end-users/end-user.service.js';
-import { type ApiKey, createKey, listKeys, revokeKey } from '../keys/key.service.js';
-import { PERMISSION_LABELS } from '../keys/permissions.js';
+import { type ApiKey, createKey, listKeys, PERMISSION_LABELS, revokeKey } from '../keys/key.service.js';
 import { AppError, isAppError } from '../shared/errors.js';
-import type { PageKit } from './agent.pages.js';
+import { field, formatTime, html, isHtmx, type PageKit, redirectAfterPost } from './page-kit.js';
 import type { Session } from './session.service.js';
 import { renderPage, renderPartial } from './views.js';
-
-/** The agent pages' kit, plus what the dialogs need (htmx or a plain form). */
-export interface DialogPageKit extends PageKit {
-  isHtmx(request: FastifyRequest): boolean;
-  redirectAfterPost(request: FastifyRequest, reply: FastifyReply, to: string): FastifyReply;
-}
 
 const STATUSES = DELIVERY_STATUSES.map((key) => ({ key, label: key.charAt(0).toUpperCase() + key.slice(1) }));
 const STATUS_WORDS: Record<Campaign['status'], string> = { active: 'Active', paused: 'Paused' };
 
 /**
- * Campaigns (list; a page per campaign with pause/resume, counts, deliveries and its keys) and
- * end users (list, search, pages). Pages call the services.
+ * Campaigns (/dashboard/campaigns): the list, and a page per campaign with pause, resume and
+ * remove, its counts, its deliveries and its keys (with their dialogs). Pages call the services.
  */
-export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit: DialogPageKit): void {
+export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit: PageKit): void {
   const { db, clock } = ctx;
   const canManage = (session: Session) => session.user.role !== 'member';
   const pagePath = (campaignId: string) => `/dashboard/campaigns/${encodeURIComponent(campaignId)}`;
@@ -54,7 +45,7 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
         counts: (await campaignWithCounts(db, session.org.id, c.id)).counts,
       })),
     );
-    return kit.html(
+    return html(
       reply,
       renderPage('campaigns', {
         title: 'Campaigns',
@@ -110,9 +101,9 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
           to: d.to,
           status: d.status,
           error: d.error ?? '—',
-          created: kit.formatTime(d.createdAt),
-          sent: d.sentAt === null ? '—' : kit.formatTime(d.sentAt),
-          updated: kit.formatTime(d.updatedAt),
+          created: formatTime(d.createdAt),
+          sent: d.sentAt === null ? '—' : formatTime(d.sentAt),
+          updated: formatTime(d.updatedAt),
         })),
         next: deliveries.nextCursor
           ? `${pagePath(campaign.id)}?cursor=${encodeURIComponent(deliveries.nextCursor)}`
@@ -122,10 +113,10 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
           label: k.label,
           prefix: k.prefix,
           permissionsText: k.permissions.map((p) => PERMISSION_LABELS[p]).join(', '),
-          createdText: kit.formatTime(k.createdAt),
-          lastUsedText: k.lastUsedAt === null ? 'Never' : kit.formatTime(k.lastUsedAt),
+          createdText: formatTime(k.createdAt),
+          lastUsedText: k.lastUsedAt === null ? 'Never' : formatTime(k.lastUsedAt),
           revoked: k.revokedAt !== null,
-          stateText: k.revokedAt === null ? 'Active' : `Revoked ${kit.formatTime(k.revokedAt)}`,
+          stateText: k.revokedAt === null ? 'Active' : `Revoked ${formatTime(k.revokedAt)}`,
         })),
       },
       dialog,
@@ -133,9 +124,9 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
   };
 
   const keyDialog = (session: Session, campaign: Campaign, label: string, open: boolean, error?: string) =>
-    renderPartial('campaignKeyDialog', { csrfToken: session.csrfToken, campaign, label, open, error });
+    renderPartial('campaign-key-dialog', { csrfToken: session.csrfToken, campaign, label, open, error });
   const revokeDialog = (session: Session, campaignId: string, apiKey: ApiKey, open: boolean) =>
-    renderPartial('revokeDialog', {
+    renderPartial('revoke-dialog', {
       csrfToken: session.csrfToken,
       apiKey,
       open,
@@ -144,7 +135,7 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
     });
   const removeDialog = async (session: Session, campaignId: string, open: boolean) => {
     const campaign = await campaignWithCounts(db, session.org.id, campaignId);
-    return renderPartial('removeCampaignDialog', {
+    return renderPartial('remove-campaign-dialog', {
       csrfToken: session.csrfToken,
       campaign,
       queued: campaign.counts.queued,
@@ -165,15 +156,15 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
     } else if (query.remove !== undefined && canManage(session)) {
       dialog = await removeDialog(session, campaignId, true);
     }
-    return kit.html(reply, await campaignPage(session, campaignId, query.cursor, dialog));
+    return html(reply, await campaignPage(session, campaignId, query.cursor, dialog));
   });
 
   app.get('/dashboard/campaigns/:campaignId/remove', kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);
     kit.mustManage(session);
     const { campaignId } = request.params as { campaignId: string };
-    if (!kit.isHtmx(request)) return reply.redirect(`${pagePath(campaignId)}?remove=1`, 303);
-    return kit.html(reply, await removeDialog(session, campaignId, false));
+    if (!isHtmx(request)) return reply.redirect(`${pagePath(campaignId)}?remove=1`, 303);
+    return html(reply, await removeDialog(session, campaignId, false));
   });
   app.post('/dashboard/campaigns/:campaignId/:change', kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);
@@ -185,13 +176,13 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
         campaignId,
         actor: session.user.email,
       });
-      return kit.redirectAfterPost(request, reply, `/dashboard/campaigns?removed=${encodeURIComponent(removed.name)}`);
+      return redirectAfterPost(request, reply, `/dashboard/campaigns?removed=${encodeURIComponent(removed.name)}`);
     }
     const actor = session.user.email;
     if (change === 'pause') await pauseCampaign(db, clock, session.org.id, campaignId, actor);
     else if (change === 'resume') await resumeCampaign(db, ctx.jobs, clock, session.org.id, campaignId, actor);
     else throw new AppError('NOT_FOUND', 'No such action.');
-    return kit.redirectAfterPost(request, reply, pagePath(campaignId));
+    return redirectAfterPost(request, reply, pagePath(campaignId));
   });
 
   app.get('/dashboard/campaigns/:campaignId/keys/new', kit.signedIn, async (request, reply) => {
@@ -199,16 +190,16 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
     kit.mustManage(session);
     const { campaignId } = request.params as { campaignId: string };
     const campaign = await getCampaign(db, session.org.id, campaignId);
-    if (!kit.isHtmx(request)) return reply.redirect(`${pagePath(campaign.id)}?create=1`, 303);
-    return kit.html(reply, keyDialog(session, campaign, '', false));
+    if (!isHtmx(request)) return reply.redirect(`${pagePath(campaign.id)}?create=1`, 303);
+    return html(reply, keyDialog(session, campaign, '', false));
   });
   app.post('/dashboard/campaigns/:campaignId/keys', kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);
     kit.mustManage(session);
     const { campaignId } = request.params as { campaignId: string };
     const campaign = await getCampaign(db, session.org.id, campaignId);
-    const label = kit.field(request.body, 'label');
-    const htmx = kit.isHtmx(request);
+    const label = field(request.body, 'label');
+    const htmx = isHtmx(request);
     let created: { apiKey: ApiKey; key: string };
     try {
       created = await createKey(db, clock, ctx.region.region, {
@@ -224,24 +215,20 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
       const message = err.message.charAt(0).toUpperCase() + err.message.slice(1);
       const dialog = keyDialog(session, campaign, label, !htmx, `${message}.`);
       // htmx swaps only successful answers by default, so the dialog with its explanation is a 200 there.
-      return htmx
-        ? kit.html(reply, dialog)
-        : kit.html(reply, await campaignPage(session, campaign.id, undefined, dialog), 400);
+      return htmx ? html(reply, dialog) : html(reply, await campaignPage(session, campaign.id, undefined, dialog), 400);
     }
-    const dialog = renderPartial('createdDialog', { ...created, open: !htmx, back: pagePath(campaign.id) });
-    return htmx
-      ? kit.html(reply, dialog)
-      : kit.html(reply, await campaignPage(session, campaign.id, undefined, dialog));
+    const dialog = renderPartial('created-dialog', { ...created, open: !htmx, back: pagePath(campaign.id) });
+    return htmx ? html(reply, dialog) : html(reply, await campaignPage(session, campaign.id, undefined, dialog));
   });
   app.get('/dashboard/campaigns/:campaignId/keys/:keyId/revoke', kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);
     kit.mustManage(session);
     const { campaignId, keyId } = request.params as { campaignId: string; keyId: string };
     const apiKey = await findCampaignKey(session.org.id, campaignId, keyId);
-    if (!kit.isHtmx(request)) {
+    if (!isHtmx(request)) {
       return reply.redirect(`${pagePath(campaignId)}?revoke=${encodeURIComponent(keyId)}`, 303);
     }
-    return kit.html(reply, revokeDialog(session, campaignId, apiKey, false));
+    return html(reply, revokeDialog(session, campaignId, apiKey, false));
   });
   app.post('/dashboard/campaigns/:campaignId/keys/:keyId/revoke', kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);
@@ -249,54 +236,6 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
     const { campaignId, keyId } = request.params as { campaignId: string; keyId: string };
     const apiKey = await findCampaignKey(session.org.id, campaignId, keyId);
     await revokeKey(db, clock, session.org.id, apiKey.id, session.user.email);
-    return kit.redirectAfterPost(request, reply, pagePath(campaignId));
-  });
-
-  app.get('/dashboard/end-users', kit.signedIn, async (request, reply) => {
-    const session = kit.sessionOf(request);
-    const query = request.query as Record<string, string | undefined>;
-    const q = (query.q ?? '').trim().slice(0, 200);
-    let page: Awaited<ReturnType<typeof listEndUsers>> = { data: [], nextCursor: null };
-    let error: string | undefined;
-    try {
-      page = await listEndUsers(db, session.org.id, {
-        limit: 50,
-        ...(q ? { q } : {}),
-        ...(query.cursor ? { cursor: query.cursor } : {}),
-      });
-    } catch (err) {
-      if (!isAppError(err) || err.code !== 'INVALID_BODY') throw err;
-      error = err.message.replace(/^Invalid query parameter: /, '');
-    }
-    const next = page.nextCursor
-      ? `/dashboard/end-users?${new URLSearchParams({ ...(q ? { q } : {}), cursor: page.nextCursor }).toString()}`
-      : undefined;
-    return kit.html(
-      reply,
-      renderPage(
-        'endUsers',
-        {
-          title: 'End users',
-          session,
-          section: 'end-users',
-          org: session.org,
-          q,
-          error,
-          next,
-          rows: page.data.map((u) => ({
-            id: u._id,
-            name: u.name ?? '—',
-            email: u.email ?? '—',
-            phone: u.phone ?? '—',
-            tags: u.tags.length > 0 ? u.tags.join(', ') : '—',
-            origin: u.origin,
-            created: kit.formatTime(u.createdAt),
-            lastSeen: u.lastSeenAt === null ? 'Never' : kit.formatTime(u.lastSeenAt),
-          })),
-        },
-        undefined,
-      ),
-      error ? 400 : 200,
-    );
+    return redirectAfterPost(request, reply, pagePath(campaignId));
   });
 }

@@ -1,0 +1,19 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.js';
+import type { AuditLogTable } from './audit.tables.js';
+
+export async function insertAuditEntry(db: Kysely<DB>, row: AuditLogTable): Promise<void> {
+  await db.insertInto('audit_log').values(row).execute();
+}
+
+/** An organization's entries, newest first, at most `limit`. */
+export async function listAuditRows(db: Kysely<DB>, orgId: string, limit: number): Promise<AuditLogTable[]> {
+  return db
+    .selectFrom('audit_log')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .orderBy('at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}

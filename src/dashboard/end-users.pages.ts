@@ -1,0 +1,59 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.js';
+import { listEndUsers } from '../end-users/end-user.service.js';
+import { isAppError } from '../shared/errors.js';
+import { formatTime, html, type PageKit } from './page-kit.js';
+import { renderPage } from './views.js';
+
+/** End users (/dashboard/end-users): newest first, a page at a time, searched by name, email or phone. */
+export function registerEndUserPages(app: FastifyInstance, ctx: AppContext, kit: PageKit): void {
+  const { db } = ctx;
+
+  app.get('/dashboard/end-users', kit.signedIn, async (request, reply) => {
+    const session = kit.sessionOf(request);
+    const query = request.query as Record<string, string | undefined>;
+    const q = (query.q ?? '').trim().slice(0, 200);
+    let page: Awaited<ReturnType<typeof listEndUsers>> = { data: [], nextCursor: null };
+    let error: string | undefined;
+    try {
+      page = await listEndUsers(db, session.org.id, {
+        limit: 50,
+        ...(q ? { q } : {}),
+        ...(query.cursor ? { cursor: query.cursor } : {}),
+      });
+    } catch (err) {
+      if (!isAppError(err) || err.code !== 'INVALID_BODY') throw err;
+      error = err.message.replace(/^Invalid query parameter: /, '');
+    }
+    const next = page.nextCursor
+      ? `/dashboard/end-users?${new URLSearchParams({ ...(q ? { q } : {}), cursor: page.nextCursor }).toString()}`
+      : undefined;
+    return html(
+      reply,
+      renderPage(
+        'end-users',
+        {
+          title: 'End users',
+          session,
+          section: 'end-users',
+          org: session.org,
+          q,
+          error,
+          next,
+          rows: page.data.map((u) => ({
+            id: u._id,
+            name: u.name ?? '—',
+            email: u.email ?? '—',
+            phone: u.phone ?? '—',
+            tags: u.tags.length > 0 ? u.tags.join(', ') : '—',
+            origin: u.origin,
+            created: formatTime(u.createdAt),
+            lastSeen: u.lastSeenAt === null ? 'Never' : formatTime(u.lastSeenAt),
+          })),
+        },
+        undefined,
+      ),
+      error ? 400 : 200,
+    );
+  });
+}

@@ -1,0 +1,34 @@
+/**
+ * Every queue of the job runner, in one list: its name (as pg-boss, `parley jobs status` and the
+ * metrics show it) and what its jobs do. The feature named beside each defines its workers
+ * (`JobRunner.define`, or `JobRunner.schedule` for a scheduled job) and says what a job carries.
+ */
+
+/** Delivers one event to one endpoint (events: `deliver-event.task.ts`). */
+export const EVENT_DELIVERY_QUEUE = 'event-delivery';
+/** Applies one provider webhook body, statuses in batches (messaging: the webhook processor). */
+export const PROVIDER_WEBHOOK_QUEUE = 'provider-webhook';
+/** Queues one delivery job per listed delivery, or per queued delivery of the campaign (campaigns). */
+export const CAMPAIGN_DISPATCH_QUEUE = 'campaign-dispatch';
+/** Sends one campaign delivery, paced per sending number (campaigns). */
+export const CAMPAIGN_DELIVERY_QUEUE = 'campaign-delivery';
+/** Fails a delivery whose send outcome is still unknown after PARLEY_CAMPAIGN_UNCONFIRMED_MS (campaigns). */
+export const CAMPAIGN_UNCONFIRMED_QUEUE = 'campaign-unconfirmed';
+
+/**
+ * Scheduled: closes conversations idle past PARLEY_CONVERSATION_IDLE_MS, once every
+ * PARLEY_CONVERSATION_SWEEP_MS across the region's nodes (conversations: `idle-sweep.ts`).
+ */
+export const CONVERSATION_IDLE_SWEEP_QUEUE = 'conversation-idle-sweep';
+
+/** Every queue's name. */
+export const QUEUE_NAMES = [
+  EVENT_DELIVERY_QUEUE,
+  PROVIDER_WEBHOOK_QUEUE,
+  CAMPAIGN_DISPATCH_QUEUE,
+  CAMPAIGN_DELIVERY_QUEUE,
+  CAMPAIGN_UNCONFIRMED_QUEUE,
+  CONVERSATION_IDLE_SWEEP_QUEUE,
+] as const;
+
+export type QueueName = (typeof QUEUE_NAMES)[number];

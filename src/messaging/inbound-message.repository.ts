@@ -1,0 +1,56 @@
+import type { Kysely } from 'kysely';
+import type { DB } from '../db/schema.js';
+
+/** Inbound messages as a provider webhook stores them. */
+
+export interface NewInboundMessage {
+  readonly providerMessageId: string;
+  readonly orgId: string;
+  readonly numberId: string;
+  /** E.164 of the sender. */
+  readonly from: string;
+  readonly text: string | null;
+  readonly type: string;
+  readonly sentAt: number;
+  readonly receivedAt: number;
+}
+
+/** Stores an inbound message; false when it was stored before (a redelivery). */
+export async function insertInboundMessage(db: Kysely<DB>, message: NewInboundMessage): Promise<boolean> {
+  const inserted = await db
+    .insertInto('inbound_messages')
+    .values({
+      provider_message_id: message.providerMessageId,
+      org_id: message.orgId,
+      number_id: message.numberId,
+      from_phone: message.from,
+      text: message.text,
+      type: message.type,
+      sent_at: message.sentAt,
+      received_at: message.receivedAt,
+      conversation_id: null,
+    })
+    .onConflict((oc) => oc.column('provider_message_id').doNothing())
+    .executeTakeFirst();
+  return Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+/** The conversation a stored inbound message joined (null while it has none, or when none is stored). */
+export async function conversationOfInbound(db: Kysely<DB>, providerMessageId: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('inbound_messages')
+    .select('conversation_id')
+    .where('provider_message_id', '=', providerMessageId)
+    .executeTakeFirst();
+  return row?.conversation_id ?? null;
+}
+
+/** Whether the inbound message is stored (its window was opened in the same transaction). */
+export async function inboundMessageStored(db: Kysely<DB>, providerMessageId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('inbound_messages')
+    .select('provider_message_id')
+    .where('provider_message_id', '=', providerMessageId)
+    .executeTakeFirst();
+  return row !== undefined;
+}
