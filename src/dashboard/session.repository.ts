@@ -1,4 +1,5 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import { isPostgres } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { UserTable } from './dashboard.tables.js';
 
@@ -13,6 +14,43 @@ export async function countSignInFailures(db: Kysely<DB>, subject: string, since
     .where('at', '>', since)
     .executeTakeFirst();
   return Number(row?.n ?? 0);
+}
+
+/**
+ * One sign-in attempt, as one atomic step before its password is checked: under each subject's
+ * limit of failures since `since`, the attempt is recorded as a failure of every subject (a
+ * success takes it back); over a limit, nothing is recorded and false is answered. Concurrent
+ * attempts are serialized (SQLite's one writer; PostgreSQL's transaction-scoped advisory lock
+ * per subject), so twelve wrong passwords at once cannot all pass a limit of five.
+ */
+export async function claimSignInAttempt(
+  db: Kysely<DB>,
+  subjects: readonly { subject: string; limit: number }[],
+  at: number,
+  since: number,
+): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    if (isPostgres(db)) {
+      for (const subject of subjects.map((s) => s.subject).sort()) {
+        await sql`select pg_advisory_xact_lock(hashtext(${`parley-sign-in:${subject}`}))`.execute(trx);
+      }
+    }
+    for (const { subject, limit } of subjects) {
+      if ((await countSignInFailures(trx, subject, since)) >= limit) return false;
+    }
+    await recordSignInFailure(
+      trx,
+      subjects.map((s) => s.subject),
+      at,
+      since,
+    );
+    return true;
+  });
+}
+
+/** Takes back the attempt recorded at `at` for a subject (it succeeded). */
+export async function forgetSignInAttempt(db: Kysely<DB>, subject: string, at: number): Promise<void> {
+  await db.deleteFrom('sign_in_failures').where('subject', '=', subject).where('at', '=', at).execute();
 }
 
 /** Records one failure for each subject at `at`, and forgets theirs from `since` back. */

@@ -5,16 +5,17 @@ import type { DB } from '../db/schema.js';
 import { getOrganization, type Organization } from '../orgs/org.service.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
+import { Semaphore } from '../shared/semaphore.js';
 import { decoyHash, verifyPassword } from './password.js';
 import {
+  claimSignInAttempt,
   clearSignInFailures,
-  countSignInFailures,
   deleteIdleSessions,
   deleteSession,
   findSessionWithUser,
   findUserByEmail,
+  forgetSignInAttempt,
   insertSession,
-  recordSignInFailure,
   touchSession,
 } from './session.repository.js';
 import { toUser, type User } from './user.service.js';
@@ -22,6 +23,10 @@ import { toUser, type User } from './user.service.js';
 /** The one answer to a wrong email and to a wrong password alike. */
 export const SIGN_IN_REFUSED = 'Wrong email or password.';
 export const SIGN_IN_LIMITED = 'Too many failed sign-ins. Wait 15 minutes and try again.';
+
+/** Password hashes (scrypt, a thread each) run at most this many at once per process; the rest queue. */
+export const CONCURRENT_PASSWORD_CHECKS = 2;
+const passwordChecks = new Semaphore(CONCURRENT_PASSWORD_CHECKS);
 
 const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
@@ -56,20 +61,26 @@ export async function signIn(
   const since = now - config.signInLimit.windowMs;
   const emailSubject = `email:${email}`;
   const addressSubject = `addr:${input.address}`;
-  if (
-    (await countSignInFailures(db, emailSubject, since)) >= config.signInLimit.perEmail ||
-    (await countSignInFailures(db, addressSubject, since)) >= config.signInLimit.perAddress
-  ) {
-    throw new AppError('RATE_LIMITED', SIGN_IN_LIMITED);
-  }
+  // The attempt is counted before its password is checked, atomically: parallel attempts cannot
+  // all pass the limit, and each costs a password hash only once it is counted.
+  const claimed = await claimSignInAttempt(
+    db,
+    [
+      { subject: emailSubject, limit: config.signInLimit.perEmail },
+      { subject: addressSubject, limit: config.signInLimit.perAddress },
+    ],
+    now,
+    since,
+  );
+  if (!claimed) throw new AppError('RATE_LIMITED', SIGN_IN_LIMITED);
   const row = email ? await findUserByEmail(db, email) : undefined;
-  // An unknown email costs the same hash as a known one.
-  const ok = await verifyPassword(input.password, row?.password_hash ?? (await decoyHash()));
-  if (!row || !ok) {
-    await recordSignInFailure(db, [emailSubject, addressSubject], now, since);
-    throw new AppError('UNAUTHORIZED', SIGN_IN_REFUSED);
-  }
+  // An unknown email costs the same hash as a known one; at most a few hashes run at once.
+  const ok = await passwordChecks.run(async () =>
+    verifyPassword(input.password, row?.password_hash ?? (await decoyHash())),
+  );
+  if (!row || !ok) throw new AppError('UNAUTHORIZED', SIGN_IN_REFUSED);
   await clearSignInFailures(db, emailSubject);
+  await forgetSignInAttempt(db, addressSubject, now);
   // This person's sessions left idle too long (closed browsers, never signed out) go now.
   await deleteIdleSessions(db, row.id, now - config.sessionIdleMs);
   const token = randomBytes(32).toString('base64url');
