@@ -31,13 +31,27 @@ export const fields = (form: unknown, name: string): string[] => {
   return value === undefined ? [] : Array.isArray(value) ? value : [value];
 };
 
+/**
+ * The request's cookies. One that is not valid percent-encoding (planted from a sibling subdomain,
+ * say) is left out, as if absent: it can never lock a person out of the dashboard.
+ */
 export function cookies(request: FastifyRequest): Record<string, string> {
   const out: Record<string, string> = {};
   for (const part of (request.headers.cookie ?? '').split(';')) {
     const i = part.indexOf('=');
-    if (i > 0) out[part.slice(0, i).trim()] = decodeURIComponent(part.slice(i + 1).trim());
+    if (i <= 0) continue;
+    const value = decodeCookieValue(part.slice(i + 1).trim());
+    if (value !== undefined) out[part.slice(0, i).trim()] = value;
   }
   return out;
+}
+
+function decodeCookieValue(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return undefined;
+  }
 }
 
 export function setCookie(

@@ -38,3 +38,26 @@ describe.each(DIALECTS)('the sign-in throttle under parallel requests (%s)', (di
     expect(await failures()).toEqual(before);
   });
 });
+
+/** A cookie that is not valid percent-encoding is ignored, not a 500 (one planted from a sibling subdomain). */
+describe('a malformed session cookie (sqlite)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp('sqlite');
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('is treated as no session: sign-in works and pages send the person to sign in', async () => {
+    const org = await makeOrg(t.ctx);
+    const user = await makeUser(t.ctx, org.id);
+    const planted = 'parley_session=%E0%A4%A';
+    const page = await t.app.inject({ method: 'GET', url: '/dashboard/settings/integrations/api-keys', headers: { cookie: planted } });
+    expect(page.statusCode).toBe(303);
+    expect(page.headers.location).toBe('/dashboard/login');
+    const login = await t.app.inject({ method: 'GET', url: '/dashboard/login', headers: { cookie: planted } });
+    expect(login.statusCode).toBe(200);
+    expect((await postLogin(t.app, user.email, PASSWORD, { cookie: planted })).statusCode).toBe(303);
+  });
+});
