@@ -44,6 +44,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     })();
     return closing;
   };
+  if (config.metrics.enabled && config.metrics.token === undefined) {
+    logger.warn(
+      "PARLEY_METRICS is on without PARLEY_METRICS_TOKEN: /metrics is public on every region's port; set a token, or keep the port from the internet",
+    );
+  }
   try {
     for (const region of config.regions) {
       const ctx = await createContext(config, region, {
