@@ -53,7 +53,11 @@ describe('a malformed session cookie (sqlite)', () => {
     const org = await makeOrg(t.ctx);
     const user = await makeUser(t.ctx, org.id);
     const planted = 'parley_session=%E0%A4%A';
-    const page = await t.app.inject({ method: 'GET', url: '/dashboard/settings/integrations/api-keys', headers: { cookie: planted } });
+    const page = await t.app.inject({
+      method: 'GET',
+      url: '/dashboard/settings/integrations/api-keys',
+      headers: { cookie: planted },
+    });
     expect(page.statusCode).toBe(303);
     expect(page.headers.location).toBe('/dashboard/login');
     const login = await t.app.inject({ method: 'GET', url: '/dashboard/login', headers: { cookie: planted } });
