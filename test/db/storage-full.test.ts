@@ -1,8 +1,7 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../helpers/app.js';
 import { makeTenant } from '../helpers/factories.js';
+import { captureLog } from '../helpers/log-capture.js';
 import { createProbeApp } from '../helpers/platform-probe.js';
 
 /**
@@ -14,16 +13,10 @@ import { createProbeApp } from '../helpers/platform-probe.js';
 describe('a full disk (sqlite)', () => {
   let t: TestApp;
   let auth: Record<string, string>;
-  const logged: string[] = [];
+  const log = captureLog('info');
 
   beforeAll(async () => {
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        logged.push(String(chunk));
-        done();
-      },
-    });
-    t = await createProbeApp('sqlite', { logger: pino({ level: 'info' }, sink) });
+    t = await createProbeApp('sqlite', { logger: log.logger });
     auth = (await makeTenant(t.ctx)).orgKey.auth;
   });
   afterAll(async () => {
@@ -67,9 +60,12 @@ describe('a full disk (sqlite)', () => {
     expect(notReady.statusCode).toBe(503);
     expect(notReady.json()).toEqual({ status: 'unavailable' });
     // The log names the real cause, not the rollback that followed it.
-    const failures = logged.filter((line) => line.includes('upstream failure'));
+    const failures = log
+      .text()
+      .split('\n')
+      .filter((line) => line.includes('upstream failure'));
     expect(failures.join('\n')).toContain('SQLITE_FULL');
-    expect(logged.join('\n')).not.toContain('no transaction is active');
+    expect(log.text()).not.toContain('no transaction is active');
 
     sqlite().pragma('max_page_count = 1073741823');
     const ready = await t.app.inject({ method: 'GET', url: '/api/ready' });

@@ -1,32 +1,25 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
 import { freePortRange } from '../helpers/cli.js';
+import { captureLog } from '../helpers/log-capture.js';
 
 /** Metrics turned on without a token are public: the server says so at start-up, and not otherwise. */
 describe('the open-metrics warning at start-up (sqlite)', () => {
   const startAndLog = async (env: Record<string, string>) => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
+    const log = captureLog('warn');
     const dataDir = mkdtempSync(join(tmpdir(), 'parley-metrics-'));
     const [port] = [await freePortRange(1)];
     const server = await startServer(loadConfig({ port, data: dataDir }, { LOG_LEVEL: 'silent', ...env }), {
       logRequests: false,
-      logger: pino({ level: 'warn' }, sink),
+      logger: log.logger,
     });
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });
-    return lines.join('');
+    return log.text();
   };
 
   it('warns when /metrics has no token, and is quiet with one', async () => {
