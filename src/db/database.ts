@@ -3,6 +3,7 @@ import SQLite from 'better-sqlite3';
 import {
   CompiledQuery,
   type DatabaseConnection,
+  type DatabaseIntrospector,
   type Driver,
   Kysely,
   type LimitNode,
@@ -26,6 +27,7 @@ import { startCheckpointer, WAL_SIZE_LIMIT } from './checkpointer.js';
 import { migrationProvider } from './migrations/index.js';
 import { isPostgres, usePgStatements, useSqliteStatements } from './precompiled.js';
 import type { DB } from './schema.js';
+import { OwnSchemaIntrospector } from './schema-introspector.js';
 import { withStatementCache } from './statement-cache.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -105,6 +107,11 @@ class AfterCommitPostgresDialect extends PostgresDialect {
 
   override createDriver(): Driver {
     return new AfterCommitPostgresDriver(this.settings);
+  }
+
+  // Only the region's own schema: see OwnSchemaIntrospector for the race Kysely's has.
+  override createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
+    return new OwnSchemaIntrospector(db);
   }
 }
 
