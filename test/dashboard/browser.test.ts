@@ -44,6 +44,8 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const address = t.app.server.address();
     base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    // The sandbox's webhooks (inbound messages, statuses) come to this very server.
+    t.ctx.messaging.sandbox?.setWebhookUrl(`${base}/webhooks/msgapp`);
     browser = await launchChromium();
   }, 120_000);
 
@@ -58,7 +60,9 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
    * no table needs its scroll box either.
    */
   async function checkFit(page: Page, name: string) {
-    const fit = await page.evaluate(() => {
+    // The emulated screen's width: on a phone, innerWidth grows with content that overflows.
+    const viewport = page.viewportSize()?.width ?? 0;
+    const fit = await page.evaluate((viewport) => {
       // Runs in the page (this file is typed for Node, without the DOM's types).
       type Rect = { left: number; right: number; top: number; bottom: number; width: number; height: number };
       type El = {
@@ -70,7 +74,6 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
         querySelectorAll(s: string): Iterable<El>;
       };
       const w = globalThis as unknown as {
-        innerWidth: number;
         innerHeight: number;
         document: { documentElement: El; querySelectorAll(s: string): Iterable<El> };
       };
@@ -80,7 +83,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
         for (const b of dialog.querySelectorAll('button, [role="button"], summary')) {
           const r = b.getBoundingClientRect();
           if (r.width === 0 && r.height === 0) continue;
-          if (r.left < 0 || r.top < 0 || r.right > w.innerWidth + 0.5 || r.bottom > w.innerHeight + 0.5) {
+          if (r.left < 0 || r.top < 0 || r.right > viewport + 0.5 || r.bottom > w.innerHeight + 0.5) {
             buttons.push(`${(b.textContent ?? '').trim()} at ${Math.round(r.left)},${Math.round(r.top)}`);
           }
         }
@@ -93,7 +96,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
         );
       return {
         page: doc.documentElement.scrollWidth,
-        viewport: w.innerWidth,
+        viewport,
         buttons,
         wide,
         unwrapped: [...doc.querySelectorAll('table')].filter(
@@ -103,7 +106,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
             ).parentElement.classList.contains('table-scroll'),
         ).length,
       };
-    });
+    }, viewport);
     expect(fit.page, `width of ${name}`).toBeLessThanOrEqual(fit.viewport);
     expect(fit.buttons, `dialog buttons of ${name} inside the screen`).toEqual([]);
     expect(fit.unwrapped, `tables of ${name} outside a .table-scroll`).toBe(0);
@@ -113,7 +116,21 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
   /** No serious or critical accessibility violation on the page as it is now; it fits; and a screenshot of it. */
   async function check(page: Page, name: string) {
     // caret: 'initial', or Playwright injects a style the page's CSP (rightly) refuses.
-    await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true, caret: 'initial' });
+    // scale 'css': one pixel per CSS pixel, so that a phone's (device scale 3) shot stays quick to take.
+    // Clipped to the screen's width: what lies beyond it is what checkFit refuses.
+    const width = page.viewportSize()?.width ?? 1280;
+    const height = await page.evaluate(
+      () =>
+        (globalThis as unknown as { document: { documentElement: { scrollHeight: number } } }).document.documentElement
+          .scrollHeight,
+    );
+    await page.screenshot({
+      path: join(SHOTS, `${name}.png`),
+      fullPage: true,
+      clip: { x: 0, y: 0, width, height },
+      caret: 'initial',
+      scale: 'css',
+    });
     const results = await new AxeBuilder({ page }).analyze();
     const bad = results.violations
       .filter((v) => v.impact === 'serious' || v.impact === 'critical')
@@ -497,7 +514,6 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
     // A conversation: sent by the agent, answered by the end user, with delivery statuses.
     const number = await makeNumber(ctx, org.id);
     await assignNumber(ctx.db, org.id, agent.id, number.phone);
-    ctx.messaging.sandbox?.setWebhookUrl(`${base}/webhooks/msgapp`);
     const channels = await makeKey(ctx, org.id, { permissions: ['channels'] });
     const json = { ...channels.auth, 'content-type': 'application/json' };
     const to = '+14155550142';
@@ -570,7 +586,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
         t,
         tenant.campaign.id,
         tenant.campaignKey.auth,
-        phones(3).map((phone) => ({ phone })),
+        phones(3).map((to) => ({ to })),
       ),
     ).toMatchObject({ statusCode: 202 });
     expect((await sandboxInbound(t, tenant.agentKey.auth, '+14155550177', 'Is my parcel on its way?')).statusCode).toBe(
@@ -680,5 +696,5 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
       await checkFit(page, `no-script ${name}`);
     }
     await noScript.close();
-  }, 180_000);
+  }, 300_000);
 });
