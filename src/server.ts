@@ -79,6 +79,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         { region: region.region, url, baseUrl: region.baseUrl, database: region.database.kind },
         'region ready',
       );
+      // Where a person starts: the two addresses to open in a browser.
+      logger.info(
+        { region: region.region, dashboard: `${publicUrl}/dashboard`, apiReference: `${publicUrl}/api/docs` },
+        `dashboard at ${publicUrl}/dashboard, API reference at ${publicUrl}/api/docs`,
+      );
       for (const warning of await databaseWarnings(ctx.database)) logger.warn({ region: region.region }, warning);
     }
   } catch (err) {

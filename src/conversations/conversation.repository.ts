@@ -86,6 +86,17 @@ export async function listConversationRows(
   return query.orderBy('started_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
 }
 
+/** How many of the organization's conversations are open (the dashboard's home page). */
+export async function countOpenConversationRows(db: Kysely<DB>, orgId: string): Promise<number> {
+  const row = await db
+    .selectFrom('conversations')
+    .select((eb) => eb.fn.countAll<number | string | bigint>().as('n'))
+    .where('org_id', '=', orgId)
+    .where('status', '=', 'open')
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}
+
 /** One message of a thread, either direction, as both tables give it. */
 export interface ThreadRow {
   readonly id: string;

@@ -14,6 +14,7 @@ import {
   type ConversationFilter,
   closeConversationRow,
   closeIdleRows,
+  countOpenConversationRows,
   insertConversation,
   listConversationRows,
   listThreadRows,
@@ -231,6 +232,11 @@ export async function listConversations(
     data: page.map(toConversation),
     nextCursor: rows.length > limit && last ? encodeCursor(Number(last.started_at), last.id) : null,
   };
+}
+
+/** How many conversations of the organization are open now. */
+export async function countOpenConversations(db: Kysely<DB>, orgId: string): Promise<number> {
+  return countOpenConversationRows(db, orgId);
 }
 
 function toThreadMessage(row: ThreadRow): ThreadMessage {

@@ -7,13 +7,14 @@ import { registerAuditPages } from './audit.pages.js';
 import { registerCampaignPages } from './campaigns.pages.js';
 import { registerConversationPages } from './conversations.pages.js';
 import { registerEndUserPages } from './end-users.pages.js';
+import { registerHomePages } from './home.pages.js';
 import {
   cookies,
   field,
   HIDDEN,
+  HOME_PATH,
   html,
   isHtmx,
-  KEYS_PATH,
   type PageKit,
   parseForm,
   SESSION_COOKIE,
@@ -58,7 +59,9 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     done(null, payload);
   });
 
-  const pageError = (heading: string, message: string) => renderPage('error', { title: heading, heading, message });
+  /** An error page, in the frame with its navigation when the person is signed in. */
+  const pageError = (heading: string, message: string, session?: Session | null) =>
+    renderPage('error', { title: heading, heading, message, ...(session ? { session } : {}) });
   app.setErrorHandler((err, request, reply) => {
     const status = isAppError(err)
       ? statusOf(err.code)
@@ -73,7 +76,7 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
           ? err.message
           : 'The request was refused.';
     const heading = status === 403 ? 'Not allowed' : status === 404 ? 'Not found' : 'Something is wrong';
-    return html(reply, pageError(heading, message), status);
+    return html(reply, pageError(heading, message, request.dashboardSession), status);
   });
 
   /** Every page but sign-in: a live session, and for a change the session's CSRF token. */
@@ -119,10 +122,21 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
     return reply.type(asset.type).send(asset.body);
   });
 
-  app.get('/dashboard', HIDDEN, async (_request, reply) => reply.redirect(KEYS_PATH, 303));
-  app.get('/dashboard/', HIDDEN, async (_request, reply) => reply.redirect(KEYS_PATH, 303));
+  // The way in from a browser: the server's own address opens the dashboard.
+  app.get('/', HIDDEN, async (_request, reply) => reply.redirect(HOME_PATH, 303));
+  app.get('/dashboard/', HIDDEN, async (_request, reply) => reply.redirect(HOME_PATH, 303));
+  // Any other address under /dashboard is a page saying so (signed in: in the frame), not JSON.
+  app.all('/dashboard/*', HIDDEN, async (request) => {
+    request.dashboardSession =
+      (await sessionOf(db, clock, config.sessionIdleMs, cookies(request)[SESSION_COOKIE])) ?? null;
+    throw new AppError(
+      'NOT_FOUND',
+      'There is no such page in the dashboard. Check the address, or start again from Home.',
+    );
+  });
 
   registerSignInPages(app, ctx, kit);
+  registerHomePages(app, ctx, kit);
   registerSettingsPages(app, kit);
   registerApiKeyPages(app, ctx, kit);
   registerAgentPages(app, ctx, kit);

@@ -5,7 +5,9 @@ import type { Session } from './session.service.js';
 
 export const SESSION_COOKIE = 'parley_session';
 export const LOGIN_CSRF_COOKIE = 'parley_login_csrf';
-/** Where the dashboard opens, and where a sign-in leads. */
+/** Where the dashboard opens, and where a sign-in leads: the organization's home page. */
+export const HOME_PATH = '/dashboard';
+/** The API Keys panel. */
 export const KEYS_PATH = '/dashboard/settings/integrations/api-keys';
 /** Not part of the API description. */
 export const HIDDEN = { schema: { hide: true } } as const;

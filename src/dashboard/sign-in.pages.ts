@@ -6,8 +6,8 @@ import {
   cookies,
   field,
   HIDDEN,
+  HOME_PATH,
   html,
-  KEYS_PATH,
   LOGIN_CSRF_COOKIE,
   type PageKit,
   redirectAfterPost,
@@ -33,7 +33,7 @@ export function registerSignInPages(app: FastifyInstance, ctx: AppContext, kit: 
   ) => {
     const loginCsrf = randomBytes(24).toString('base64url');
     setCookie(request, reply, LOGIN_CSRF_COOKIE, loginCsrf, { path: '/dashboard/login' });
-    return html(reply, renderPage('login', { title: 'Sign in', loginCsrf, ...data }), status);
+    return html(reply, renderPage('login', { title: 'Sign in', signInPage: true, loginCsrf, ...data }), status);
   };
   app.get('/dashboard/login', HIDDEN, async (request, reply) => {
     const query = request.query as Record<string, string | undefined>;
@@ -62,7 +62,7 @@ export function registerSignInPages(app: FastifyInstance, ctx: AppContext, kit: 
       await endSession(db, cookies(request)[SESSION_COOKIE]);
       setCookie(request, reply, SESSION_COOKIE, token, { path: '/dashboard' });
       setCookie(request, reply, LOGIN_CSRF_COOKIE, '', { path: '/dashboard/login', maxAge: 0 });
-      return reply.redirect(KEYS_PATH, 303);
+      return reply.redirect(HOME_PATH, 303);
     } catch (err) {
       if (isAppError(err) && (err.code === 'UNAUTHORIZED' || err.code === 'RATE_LIMITED')) {
         return loginPage(request, reply, { error: err.message, email }, statusOf(err.code));

@@ -4,9 +4,10 @@ import { readDashboardFile } from './dashboard-files.js';
 
 /**
  * Everything the pages load, served by Parley itself (no CDN; works offline): htmx and Pico.css
- * from their npm packages, and the dashboard's own few rules and behaviours, assets/dashboard.css
- * and assets/dashboard.js (dialogs: modal with keyboard focus kept inside; Escape on the new-key
- * dialog asks first; Copy). The dashboard's own two are read at start-up, the packages' on first use.
+ * from their npm packages; the dashboard's own few rules and behaviours, assets/dashboard.css and
+ * assets/dashboard.js (dialogs: modal with keyboard focus kept inside; Escape on the new-key dialog
+ * asks first; Copy); and Parley's mark, assets/parley.svg. The dashboard's own files are read at
+ * start-up, the packages' on first use.
  */
 interface Asset {
   readonly type: string;
@@ -18,6 +19,7 @@ const require = createRequire(import.meta.url);
 const fromPackage = (specifier: string) => () => readFileSync(require.resolve(specifier));
 const DASHBOARD_CSS = readDashboardFile('assets', 'dashboard.css');
 const DASHBOARD_JS = readDashboardFile('assets', 'dashboard.js');
+const LOGO = readDashboardFile('assets', 'parley.svg');
 
 const ASSETS: Record<string, Asset> = {
   'htmx.min.js': {
@@ -32,6 +34,8 @@ const ASSETS: Record<string, Asset> = {
   },
   'dashboard.css': { type: 'text/css; charset=utf-8', body: DASHBOARD_CSS, load: () => DASHBOARD_CSS },
   'dashboard.js': { type: 'text/javascript; charset=utf-8', body: DASHBOARD_JS, load: () => DASHBOARD_JS },
+  // Parley's mark: the pages' logo and favicon, and the API reference's.
+  'parley.svg': { type: 'image/svg+xml', body: LOGO, load: () => LOGO },
 };
 
 /** A static file by name (read once), or undefined. */

@@ -9,6 +9,7 @@ import { readDashboardFile } from './dashboard-files.js';
 const VIEWS = [
   'layout',
   'login',
+  'home',
   'settings',
   'integrations',
   'keys',

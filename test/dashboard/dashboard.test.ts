@@ -27,7 +27,7 @@ describe.each(DIALECTS)('dashboard (%s)', (dialect) => {
 
     const first = await postLogin(app, user.email.toUpperCase(), PASSWORD);
     expect(first.statusCode).toBe(303);
-    expect(first.headers.location).toBe(KEYS);
+    expect(first.headers.location).toBe('/dashboard');
     const line = [first.headers['set-cookie']].flat().find((l) => String(l).startsWith('parley_session='));
     expect(line).toMatch(/; Path=\/dashboard; HttpOnly; SameSite=Lax$/);
     expect(line).not.toMatch(/Secure/);
@@ -317,6 +317,7 @@ describe.each(DIALECTS)('dashboard (%s)', (dialect) => {
       ['pico.classless.min.css', 'text/css'],
       ['dashboard.js', 'text/javascript'],
       ['dashboard.css', 'text/css'],
+      ['parley.svg', 'image/svg+xml'],
     ] as const) {
       const res = await app.inject({ url: `/dashboard/static/${file}` });
       expect(res.statusCode).toBe(200);
@@ -326,7 +327,7 @@ describe.each(DIALECTS)('dashboard (%s)', (dialect) => {
     expect((await app.inject({ url: '/dashboard/static/..%2Fpackage.json' })).statusCode).toBe(404);
     const doc = await app.inject({ url: '/api/openapi.json' });
     expect(doc.body).not.toContain('/dashboard');
-    expect((await app.inject({ url: '/dashboard' })).headers.location).toBe(KEYS);
+    expect((await app.inject({ url: '/dashboard' })).headers.location).toBe('/dashboard/login');
     expect((await app.inject({ url: KEYS })).headers.location).toBe('/dashboard/login');
   });
 });

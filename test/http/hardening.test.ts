@@ -77,9 +77,9 @@ describe.each(DIALECTS)('hardening (%s)', (dialect) => {
     const channel = await t.app.inject({ method: 'POST', url: '/api/channels/nope' });
     expect(channel.statusCode).toBe(404);
     expect(channel.json()).toEqual({ success: false, error: 'No route POST /api/channels/nope.' });
-    const root = await t.app.inject({ method: 'GET', url: '/' });
-    expect(root.statusCode).toBe(404);
-    expect(root.json().code).toBe('NOT_FOUND');
+    const other = await t.app.inject({ method: 'GET', url: '/nothing' });
+    expect(other.statusCode).toBe(404);
+    expect(other.json().code).toBe('NOT_FOUND');
   });
 
   for (const post of POSTS) {

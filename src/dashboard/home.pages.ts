@@ -1,0 +1,95 @@
+import type { FastifyInstance } from 'fastify';
+import { listAgents } from '../agents/agent.service.js';
+import { type Campaign, campaignWithCounts, listCampaigns } from '../campaigns/campaign.service.js';
+import type { AppContext } from '../context.js';
+import { countOpenConversations } from '../conversations/index.js';
+import { type EventEndpoint, listEndpoints } from '../events/endpoint.service.js';
+import { listKeys } from '../keys/key.service.js';
+import { listNumbers } from '../numbers/number.service.js';
+import { HOME_PATH, html, KEYS_PATH, type PageKit } from './page-kit.js';
+import type { Session } from './session.service.js';
+import { canChangePlan, canManage } from './user.service.js';
+import { renderPage } from './views.js';
+
+/** Running campaigns shown on the home page; the rest are one click away on Campaigns. */
+const CAMPAIGNS_SHOWN = 5;
+
+/**
+ * A hook as the home page shows it. `health` is the line that says how its deliveries go (last
+ * delivery, failures in the last hour); left empty until the hooks' own health is known.
+ */
+export interface HookSummary {
+  url: string;
+  state: 'enabled' | 'disabled';
+  health?: string;
+}
+
+const hookOf = (e: EventEndpoint): HookSummary => ({
+  url: e.url,
+  state: e.disabledAt === null ? 'enabled' : 'disabled',
+});
+
+/** The campaign's progress: deliveries done (sent, delivered or read), failed, still to go. */
+function progressOf(c: Campaign & { counts: Record<string, number> }) {
+  const n = (s: string) => c.counts[s] ?? 0;
+  const done = n('sent') + n('delivered') + n('read');
+  const failed = n('failed');
+  const total = Object.values(c.counts).reduce((a, b) => a + b, 0);
+  return { id: c.id, name: c.name, done, failed, pending: total - done - failed, total };
+}
+
+/**
+ * Home (/dashboard), where a sign-in lands: what the organization has (its agents with their
+ * numbers and hooks, its open conversations, its running campaigns) or, while it has little, the
+ * next steps. Every figure comes from the features' services.
+ */
+export function registerHomePages(app: FastifyInstance, ctx: AppContext, kit: PageKit): void {
+  const { db } = ctx;
+
+  const homePage = async (session: Session) => {
+    const orgId = session.org.id;
+    const [agents, numbers, endpoints, keys, campaigns, open] = await Promise.all([
+      listAgents(db, orgId),
+      listNumbers(db, orgId),
+      listEndpoints(db, orgId),
+      session.org.plan === 'paid' ? listKeys(db, orgId) : Promise.resolve([]),
+      listCampaigns(db, orgId),
+      countOpenConversations(db, orgId),
+    ]);
+    const phones = new Map(numbers.map((n) => [n.id, n.phone]));
+    const active = campaigns.filter((c) => c.status === 'active');
+    const running = await Promise.all(
+      active.slice(0, CAMPAIGNS_SHOWN).map(async (c) => progressOf(await campaignWithCounts(db, orgId, c.id))),
+    );
+    const hooks = endpoints.filter((e) => e.agentId !== null);
+    const steps = {
+      key: keys.some((k) => k.revokedAt === null),
+      agent: agents.length > 0,
+      hook: hooks.length > 0,
+    };
+    return renderPage('home', {
+      title: 'Home',
+      session,
+      section: 'home',
+      org: session.org,
+      orgId,
+      keysPath: KEYS_PATH,
+      canManage: canManage(session.user.role),
+      canUpgrade: canChangePlan(session.user.role),
+      steps,
+      allDone: steps.key && steps.agent && steps.hook,
+      firstAgent: agents[0]?.id ?? 'agt_...',
+      agents: agents.map((a) => ({
+        id: a.id,
+        name: a.name,
+        number: a.numberId ? (phones.get(a.numberId) ?? a.numberId) : 'No number yet',
+        hooks: hooks.filter((e) => e.agentId === a.id).map(hookOf),
+      })),
+      open,
+      running,
+      moreRunning: Math.max(0, active.length - running.length),
+    });
+  };
+
+  app.get(HOME_PATH, kit.signedIn, async (request, reply) => html(reply, await homePage(kit.sessionOf(request))));
+}
