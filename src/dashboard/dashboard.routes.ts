@@ -7,6 +7,7 @@ import { registerAuditPages } from './audit.pages.js';
 import { registerCampaignPages } from './campaigns.pages.js';
 import { registerConversationPages } from './conversations.pages.js';
 import { registerEndUserPages } from './end-users.pages.js';
+import { registerHookPages } from './hooks.pages.js';
 import {
   cookies,
   field,
@@ -126,6 +127,7 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   registerSettingsPages(app, kit);
   registerApiKeyPages(app, ctx, kit);
   registerAgentPages(app, ctx, kit);
+  registerHookPages(app, ctx, kit);
   registerConversationPages(app, ctx, kit);
   registerCampaignPages(app, ctx, kit);
   registerEndUserPages(app, ctx, kit);
