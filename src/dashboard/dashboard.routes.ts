@@ -20,6 +20,7 @@ import {
   SESSION_COOKIE,
   setCookie,
 } from './page-kit.js';
+import { registerPeoplePages } from './people.pages.js';
 import { type Session, sameToken, sessionOf } from './session.service.js';
 import { registerSettingsPages } from './settings.pages.js';
 import { registerSignInPages } from './sign-in.pages.js';
@@ -132,4 +133,5 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   registerCampaignPages(app, ctx, kit);
   registerEndUserPages(app, ctx, kit);
   registerAuditPages(app, ctx, kit);
+  registerPeoplePages(app, ctx, kit);
 }
