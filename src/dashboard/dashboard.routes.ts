@@ -4,6 +4,7 @@ import { AppError, isAppError, statusOf } from '../shared/errors.js';
 import { registerAgentPages } from './agents.pages.js';
 import { registerApiKeyPages } from './api-keys.pages.js';
 import { registerAuditPages } from './audit.pages.js';
+import { registerCampaignCreatePages } from './campaign-create.pages.js';
 import { registerCampaignPages } from './campaigns.pages.js';
 import { registerConversationPages } from './conversations.pages.js';
 import { registerEndUserPages } from './end-users.pages.js';
@@ -130,6 +131,7 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   registerAgentPages(app, ctx, kit);
   registerHookPages(app, ctx, kit);
   registerConversationPages(app, ctx, kit);
+  registerCampaignCreatePages(app, ctx, kit);
   registerCampaignPages(app, ctx, kit);
   registerEndUserPages(app, ctx, kit);
   registerAuditPages(app, ctx, kit);
