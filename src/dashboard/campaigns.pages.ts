@@ -4,7 +4,6 @@ import {
   type Campaign,
   campaignWithCounts,
   getCampaign,
-  listCampaigns,
   pauseCampaign,
   removeCampaign,
   resumeCampaign,
