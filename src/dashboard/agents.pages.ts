@@ -1,23 +1,24 @@
 import type { FastifyInstance } from 'fastify';
 import { listAgents } from '../agents/agent.service.js';
 import type { AppContext } from '../context.js';
-import { listEndpoints } from '../events/endpoint.service.js';
+import { hookHealthByAgent } from '../events/hook-health.service.js';
 import { listNumbers } from '../numbers/number.service.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { createTrigger, listTriggers, setTriggerEnabled } from '../triggers/trigger.service.js';
+import { hookHealthView } from './hooks.pages.js';
 import { field, html, type PageKit } from './page-kit.js';
 import type { Session } from './session.service.js';
 import { renderPage } from './views.js';
 
-/** Agents (/dashboard/agents): each with its number, hook endpoint and triggers; managers add, enable and disable triggers. */
+/** Agents (/dashboard/agents): each with its number, its hooks' health and triggers; managers add, enable and disable triggers. */
 export function registerAgentPages(app: FastifyInstance, ctx: AppContext, kit: PageKit): void {
   const { db, clock } = ctx;
 
   const agentsPage = async (session: Session, error?: string) => {
-    const [agents, numbers, endpoints, triggers] = await Promise.all([
+    const [agents, numbers, hooks, triggers] = await Promise.all([
       listAgents(db, session.org.id),
       listNumbers(db, session.org.id),
-      listEndpoints(db, session.org.id),
+      hookHealthByAgent(db, session.org.id, clock.now()),
       listTriggers(db, session.org.id),
     ]);
     const phones = new Map(numbers.map((n) => [n.id, n.phone]));
@@ -32,9 +33,7 @@ export function registerAgentPages(app: FastifyInstance, ctx: AppContext, kit: P
         id: a.id,
         name: a.name,
         number: a.numberId ? (phones.get(a.numberId) ?? a.numberId) : 'none assigned',
-        endpoints: endpoints
-          .filter((e) => e.agentId === a.id)
-          .map((e) => ({ url: e.url, state: e.disabledAt === null ? 'enabled' : 'disabled' })),
+        hooks: (hooks.get(a.id) ?? []).map(hookHealthView),
         triggers: triggers.filter((t) => t.agentId === a.id),
       })),
     });

@@ -4,21 +4,19 @@ import {
   type Campaign,
   campaignWithCounts,
   getCampaign,
-  listCampaigns,
   pauseCampaign,
   removeCampaign,
   resumeCampaign,
 } from '../campaigns/campaign.service.js';
-import { DELIVERY_STATUSES, deliveriesOfCampaign } from '../campaigns/index.js';
+import { deliveriesOfCampaign } from '../campaigns/index.js';
 import type { AppContext } from '../context.js';
 import { type ApiKey, createKey, listKeys, PERMISSION_LABELS, revokeKey } from '../keys/key.service.js';
 import { AppError, isAppError } from '../shared/errors.js';
+import { createCampaignDialog } from './campaign-create.pages.js';
+import { campaignListPage, mayCreateCampaign, STATUS_WORDS, STATUSES, templateText } from './campaign-list.js';
 import { field, formatTime, html, isHtmx, type PageKit, redirectAfterPost } from './page-kit.js';
 import type { Session } from './session.service.js';
 import { renderPage, renderPartial } from './views.js';
-
-const STATUSES = DELIVERY_STATUSES.map((key) => ({ key, label: key.charAt(0).toUpperCase() + key.slice(1) }));
-const STATUS_WORDS: Record<Campaign['status'], string> = { active: 'Active', paused: 'Paused' };
 
 /**
  * Campaigns (/dashboard/campaigns): the list, and a page per campaign with pause, resume and
@@ -30,33 +28,13 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
   const pagePath = (campaignId: string) => `/dashboard/campaigns/${encodeURIComponent(campaignId)}`;
 
   const agentNames = async (orgId: string) => new Map((await listAgents(db, orgId)).map((a) => [a.id, a.name]));
-  const templateText = (c: Campaign) => (c.template ? `${c.template} (${c.language ?? ''})` : 'none (cannot send)');
 
   app.get('/dashboard/campaigns', kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);
-    const [campaigns, agents] = await Promise.all([listCampaigns(db, session.org.id), agentNames(session.org.id)]);
-    const rows = await Promise.all(
-      campaigns.map(async (c) => ({
-        id: c.id,
-        name: c.name,
-        agent: c.agentId ? (agents.get(c.agentId) ?? c.agentId) : '—',
-        template: templateText(c),
-        status: STATUS_WORDS[c.status],
-        counts: (await campaignWithCounts(db, session.org.id, c.id)).counts,
-      })),
-    );
-    return html(
-      reply,
-      renderPage('campaigns', {
-        title: 'Campaigns',
-        session,
-        section: 'campaigns',
-        org: session.org,
-        statuses: STATUSES,
-        rows,
-        removed: (request.query as Record<string, string | undefined>).removed?.slice(0, 200),
-      }),
-    );
+    const query = request.query as Record<string, string | undefined>;
+    const dialog =
+      query.create !== undefined && mayCreateCampaign(session) ? await createCampaignDialog(ctx, session) : undefined;
+    return html(reply, await campaignListPage(ctx, session, { removed: query.removed?.slice(0, 200), dialog }));
   });
 
   /** The campaign's own keys (they also appear in the API Keys panel, scoped `Campaign: <name>`). */
@@ -182,7 +160,9 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
     if (change === 'pause') await pauseCampaign(db, clock, session.org.id, campaignId, actor);
     else if (change === 'resume') await resumeCampaign(db, ctx.jobs, clock, session.org.id, campaignId, actor);
     else throw new AppError('NOT_FOUND', 'No such action.');
-    return redirectAfterPost(request, reply, pagePath(campaignId));
+    // Pause and Resume also sit in the campaigns list, which they return to.
+    const back = field(request.body, 'back') === 'list' ? '/dashboard/campaigns' : pagePath(campaignId);
+    return redirectAfterPost(request, reply, back);
   });
 
   app.get('/dashboard/campaigns/:campaignId/keys/new', kit.signedIn, async (request, reply) => {

@@ -4,10 +4,12 @@ import { AppError, isAppError, statusOf } from '../shared/errors.js';
 import { registerAgentPages } from './agents.pages.js';
 import { registerApiKeyPages } from './api-keys.pages.js';
 import { registerAuditPages } from './audit.pages.js';
+import { registerCampaignCreatePages } from './campaign-create.pages.js';
 import { registerCampaignPages } from './campaigns.pages.js';
 import { registerConversationPages } from './conversations.pages.js';
 import { registerEndUserPages } from './end-users.pages.js';
 import { registerHomePages } from './home.pages.js';
+import { registerHookPages } from './hooks.pages.js';
 import {
   cookies,
   field,
@@ -20,6 +22,7 @@ import {
   SESSION_COOKIE,
   setCookie,
 } from './page-kit.js';
+import { registerPeoplePages } from './people.pages.js';
 import { type Session, sameToken, sessionOf } from './session.service.js';
 import { registerSettingsPages } from './settings.pages.js';
 import { registerSignInPages } from './sign-in.pages.js';
@@ -140,8 +143,11 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   registerSettingsPages(app, kit);
   registerApiKeyPages(app, ctx, kit);
   registerAgentPages(app, ctx, kit);
+  registerHookPages(app, ctx, kit);
   registerConversationPages(app, ctx, kit);
+  registerCampaignCreatePages(app, ctx, kit);
   registerCampaignPages(app, ctx, kit);
   registerEndUserPages(app, ctx, kit);
   registerAuditPages(app, ctx, kit);
+  registerPeoplePages(app, ctx, kit);
 }

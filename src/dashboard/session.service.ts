@@ -18,6 +18,7 @@ import {
   insertSession,
   touchSession,
 } from './session.repository.js';
+import { setLastSignIn } from './user.repository.js';
 import { toUser, type User } from './user.service.js';
 
 /** The one answer to a wrong email and to a wrong password alike. */
@@ -83,10 +84,21 @@ export async function signIn(
   await forgetSignInAttempt(db, addressSubject, now);
   // This person's sessions left idle too long (closed browsers, never signed out) go now.
   await deleteIdleSessions(db, row.id, now - config.sessionIdleMs);
+  return openSession(db, clock, toUser(row));
+}
+
+/** A new session for a person whose credentials were just checked (or just set: an accepted invitation). */
+export async function openSession(
+  db: Kysely<DB>,
+  clock: Clock,
+  user: User,
+): Promise<{ token: string; session: Session }> {
+  const now = clock.now();
   const token = randomBytes(32).toString('base64url');
-  await insertSession(db, { tokenHash: sha256(token), userId: row.id, orgId: row.org_id, at: now });
-  const org = await getOrganization(db, row.org_id);
-  return { token, session: { user: toUser(row), org, csrfToken: csrfTokenOf(token) } };
+  await insertSession(db, { tokenHash: sha256(token), userId: user.id, orgId: user.orgId, at: now });
+  await setLastSignIn(db, user.id, now);
+  const org = await getOrganization(db, user.orgId);
+  return { token, session: { user, org, csrfToken: csrfTokenOf(token) } };
 }
 
 /** The live session of a token, or undefined (unknown, ended, or idle too long: then removed). */

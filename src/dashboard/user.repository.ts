@@ -30,3 +30,18 @@ export async function deleteUser(db: Kysely<DB>, orgId: string, userId: string):
 export async function setPasswordHash(db: Kysely<DB>, userId: string, passwordHash: string, at: number): Promise<void> {
   await db.updateTable('users').set({ password_hash: passwordHash, updated_at: at }).where('id', '=', userId).execute();
 }
+
+export async function setLastSignIn(db: Kysely<DB>, userId: string, at: number): Promise<void> {
+  await db.updateTable('users').set({ last_sign_in_at: at }).where('id', '=', userId).execute();
+}
+
+/** How many owners the organization has (the last one cannot be removed). */
+export async function countOwners(db: Kysely<DB>, orgId: string): Promise<number> {
+  const row = await db
+    .selectFrom('users')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('org_id', '=', orgId)
+    .where('role', '=', 'owner')
+    .executeTakeFirst();
+  return Number(row?.n ?? 0);
+}

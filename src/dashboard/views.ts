@@ -28,6 +28,18 @@ const VIEWS = [
   'campaign-key-dialog',
   'end-users',
   'error',
+  // Agents' hooks, people and campaign creation (the dashboard does what the CLI does).
+  'agent',
+  'hook-warning',
+  'hook-create-dialog',
+  'hook-created-dialog',
+  'hook-delete-dialog',
+  'people',
+  'invite-dialog',
+  'invited-dialog',
+  'remove-person-dialog',
+  'invitation',
+  'campaign-create-dialog',
 ] as const;
 
 export type ViewName = (typeof VIEWS)[number];

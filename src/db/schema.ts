@@ -2,7 +2,12 @@ import type { Generated } from 'kysely';
 import type { AuditLogTable } from '../audit/audit.tables.js';
 import type { CampaignDedupeKeyTable, CampaignDeliveryTable } from '../campaigns/campaign.tables.js';
 import type { ConversationTable, TriggerTable } from '../conversations/conversation.tables.js';
-import type { DashboardSessionTable, SignInFailureTable, UserTable } from '../dashboard/dashboard.tables.js';
+import type {
+  DashboardSessionTable,
+  InvitationTable,
+  SignInFailureTable,
+  UserTable,
+} from '../dashboard/dashboard.tables.js';
 import type { EndUserTable, EndUserTagTable } from '../end-users/end-user.table.js';
 import type { EventDeliveryTable, EventEndpointTable } from '../events/event.tables.js';
 import type { IdempotencyKeyTable } from '../idempotency/idempotency.table.js';
@@ -98,6 +103,7 @@ export interface DB {
   event_deliveries: EventDeliveryTable;
   users: UserTable;
   dashboard_sessions: DashboardSessionTable;
+  invitations: InvitationTable;
   sign_in_failures: SignInFailureTable;
   audit_log: AuditLogTable;
 }

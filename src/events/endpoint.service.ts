@@ -16,6 +16,7 @@ import {
 } from './delivery.repository.js';
 import {
   deleteEndpointRow,
+  disableEndpointRow,
   findAgentIdInOrg,
   findEndpointOrg,
   findEndpointRow,
@@ -208,10 +209,57 @@ export async function rotateEndpointSecret(
 }
 
 /** Turns a disabled endpoint back on (its failed deliveries stay failed until replayed). */
-export async function enableEndpoint(db: Kysely<DB>, orgId: string, id: string): Promise<EventEndpoint> {
-  await endpointOf(db, orgId, id);
-  await setEndpointEnabled(db, id);
+export async function enableEndpoint(
+  db: Kysely<DB>,
+  orgId: string,
+  id: string,
+  audit?: { actor: string; clock: Clock },
+): Promise<EventEndpoint> {
+  const endpoint = await endpointOf(db, orgId, id);
+  await inTransaction(db, async (trx) => {
+    await setEndpointEnabled(trx, id);
+    if (audit) await auditEndpoint(trx, orgId, audit, 'endpoint.enabled', endpoint);
+  });
   return toEndpoint(await endpointOf(db, orgId, id));
+}
+
+/** Turns an endpoint off by hand: it receives nothing until enabled; deliveries already queued fail. */
+export async function disableEndpoint(
+  db: Kysely<DB>,
+  orgId: string,
+  id: string,
+  audit: { actor: string; clock: Clock },
+): Promise<EventEndpoint> {
+  const endpoint = await endpointOf(db, orgId, id);
+  await inTransaction(db, async (trx) => {
+    await disableEndpointRow(trx, id, audit.clock.now(), `disabled by ${clip(audit.actor, 254)}`);
+    await auditEndpoint(trx, orgId, audit, 'endpoint.disabled', endpoint);
+  });
+  return toEndpoint(await endpointOf(db, orgId, id));
+}
+
+/** One endpoint of the organization, or a 404 sentence. */
+export async function getEndpoint(db: Kysely<DB>, orgId: string, id: string): Promise<EventEndpoint> {
+  return toEndpoint(await endpointOf(db, orgId, id));
+}
+
+function auditEndpoint(
+  trx: Kysely<DB>,
+  orgId: string,
+  audit: { actor: string; clock: Clock },
+  action: string,
+  endpoint: Pick<EventEndpointTable, 'id' | 'url'>,
+  details: Record<string, unknown> = {},
+): Promise<void> {
+  return recordAudit(trx, {
+    orgId,
+    actor: audit.actor,
+    action,
+    targetType: 'endpoint',
+    targetId: endpoint.id,
+    details: { url: endpoint.url, ...details },
+    at: audit.clock.now(),
+  });
 }
 
 export async function listDeliveries(
@@ -228,6 +276,13 @@ export async function listDeliveries(
   return rows.map(toDelivery);
 }
 
+/** One delivery of the organization, or a 404 sentence. */
+export async function getDelivery(db: Kysely<DB>, orgId: string, deliveryId: string): Promise<EventDelivery> {
+  const row = await findDeliveryRow(db, orgId, deliveryId);
+  if (!row) throw new AppError('NOT_FOUND', `No delivery '${clip(deliveryId, 64)}' in this organization.`);
+  return toDelivery(row);
+}
+
 /** Sends a delivery again from its first attempt (same event ID); re-enables nothing. */
 export async function replayDelivery(
   db: Kysely<DB>,
@@ -235,13 +290,21 @@ export async function replayDelivery(
   clock: Clock,
   orgId: string,
   deliveryId: string,
+  actor?: string,
 ): Promise<EventDelivery> {
   const row = await findDeliveryRow(db, orgId, deliveryId);
   if (!row) throw new AppError('NOT_FOUND', `No delivery '${clip(deliveryId, 64)}' in this organization.`);
   if (row.status === 'pending') throw new AppError('INVALID_BODY', `Delivery '${deliveryId}' is still pending.`);
+  const endpoint = actor ? await endpointOf(db, orgId, row.endpoint_id) : undefined;
   await db.transaction().execute(async (trx) => {
     await setDeliveryPending(trx, deliveryId, clock.now());
     await jobs.enqueue<EventDeliveryJob>(EVENT_DELIVERY_QUEUE, { deliveryId }, { db: trx });
+    if (actor && endpoint) {
+      await auditEndpoint(trx, orgId, { actor, clock }, 'endpoint.delivery_resent', endpoint, {
+        deliveryId,
+        eventId: row.event_id,
+      });
+    }
   });
   return toDelivery({ ...row, status: 'pending' });
 }

@@ -51,6 +51,7 @@ export type IdKind =
   | 'ep'
   | 'dlv'
   | 'usr'
+  | 'inv'
   | 'aud';
 
 /** Unguessable identifiers: a kind prefix and 22 base62 characters (about 131 random bits). */
