@@ -12,6 +12,7 @@ import {
   findDeliveryOrg,
   findDeliveryRow,
   listDeliveryRows,
+  listDeliveryRowsOfEvent,
   setDeliveryPending,
 } from './delivery.repository.js';
 import {
@@ -226,6 +227,16 @@ export async function listDeliveries(
     limit: options.limit ?? 100,
   });
   return rows.map(toDelivery);
+}
+
+/** What became of one event at each endpoint that wanted it (e.g. a `message.received` at the agent's hook). */
+export async function deliveriesOfEvent(
+  db: Kysely<DB>,
+  orgId: string,
+  eventId: string,
+): Promise<(EventDelivery & { url: string })[]> {
+  const rows = await listDeliveryRowsOfEvent(db, orgId, eventId);
+  return rows.map((row) => ({ ...toDelivery(row), url: row.url }));
 }
 
 /** Sends a delivery again from its first attempt (same event ID); re-enables nothing. */
