@@ -138,9 +138,11 @@ export function registerSandboxCommands(program: Command): void {
                   : `the sandbox delivered ${answer.messageId}, but Parley could not apply it (kept as ${applied === 'unrouted' ? 'an unrouted' : 'a failed'} webhook: see \`npx parley webhooks failed\`); the 24-hour window is not open`,
               );
             }
-            const delivered = `delivered ${answer.messageId} from ${from.e164} to ${row.phone}; the 24-hour window is open`;
             // Who heard it: the message's `message.received` deliveries, recorded once it joins its conversation.
             const handOff = await waitForHandOff(database.db, answer.messageId, waitSeconds * 1000);
+            const delivered =
+              `delivered ${answer.messageId} from ${from.e164} to ${row.phone}; the 24-hour window is open` +
+              (handOff.conversationId ? ` (conversation ${handOff.conversationId})` : '');
             const unheard =
               handOff.hooks.length > 0
                 ? undefined
