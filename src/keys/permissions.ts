@@ -38,7 +38,7 @@ export function scopePermissionProblem(scope: Scope, permissions: readonly Permi
   // The campaign routes admit only a key bound to that campaign: Campaigns on any other key could
   // never be used, so it is refused rather than stored.
   if (scope !== 'campaign' && permissions.includes('campaigns')) {
-    return `a ${scope === 'agent' ? 'agent-scoped' : 'whole-organization'} key cannot hold Campaigns: only a campaign key (scope campaign, bound to one campaign) can call a campaign's endpoints`;
+    return `${scope === 'agent' ? 'an agent-scoped' : 'a whole-organization'} key cannot hold Campaigns: only a campaign key (scope campaign, bound to one campaign) can call a campaign's endpoints`;
   }
   return undefined;
 }
