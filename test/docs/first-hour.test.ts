@@ -95,7 +95,7 @@ const PLACEHOLDER = /\b(org|agt|cnv|cmp|ep|eu|key)_\.\.\./g;
 
 class FirstHour {
   readonly dir = mkdtempSync(join(tmpdir(), 'parley-first-hour-'));
-  readonly env: Record<string, string>;
+  readonly env: NodeJS.ProcessEnv;
   readonly background: { child: ChildProcess; output: () => string }[] = [];
   /** Everything every command printed, in order: where a user copies IDs from. */
   private seen = '';

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { CLI_ACTOR } from '../../audit/audit.service.js';
+import { endpointAddressWarning } from '../../events/address-warning.js';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -10,7 +11,6 @@ import {
   replayDelivery,
   rotateEndpointSecret,
 } from '../../events/endpoint.service.js';
-import { endpointAddressWarning } from '../../events/address-warning.js';
 import { publishedPrivateSwitch } from '../../events/private-switch-file.js';
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
