@@ -1,5 +1,5 @@
 // A whole agent: verifies each event Parley sends it and answers every message it receives.
-// PARLEY_URL, PARLEY_KEY (an agent key with Channels), WEBHOOK_SECRET (from `endpoint create`), PORT.
+// PARLEY_URL, PARLEY_KEY (an agent key with Channels), WEBHOOK_SECRET (from `demo --hook-url` or `endpoint create`), PORT.
 import { createServer } from 'node:http';
 import { Webhook } from 'standardwebhooks';
 

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { type Config, defaultBaseUrl, type RegionConfig } from './config.js';
 import { type AppContext, createContext } from './context.js';
 import { databaseWarnings } from './db/database.js';
+import { clearPrivateSwitch, publishPrivateSwitch } from './events/private-switch-file.js';
 import { buildApp } from './http/app.js';
 import { clearAddress, writeAddress } from './shared/address-file.js';
 import type { Clock } from './shared/clock.js';
@@ -38,6 +39,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     closing ??= (async () => {
       for (const r of [...started].reverse()) {
         clearAddress(config.dataDir, 'server', r.region.region, r.publicUrl);
+        clearPrivateSwitch(config.dataDir, r.region.region);
         await r.app.close();
         await r.ctx.close();
       }
@@ -74,6 +76,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       // The base address callers use: the configured one, or where this server really listens.
       const publicUrl = region.baseUrl === defaultBaseUrl(region.host, region.port) ? url : region.baseUrl;
       writeAddress(config.dataDir, 'server', region.region, publicUrl);
+      publishPrivateSwitch(config.dataDir, region.region, config.events.allowPrivate);
       started.push({ region, ctx, app, url, publicUrl });
       logger.info(
         { region: region.region, url, baseUrl: region.baseUrl, database: region.database.kind },

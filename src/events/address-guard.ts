@@ -35,10 +35,17 @@ export function isPrivateAddress(address: string): boolean {
   return ip.kind() === 'ipv6' && !(ip as ipaddr.IPv6).match(GLOBAL_UNICAST_V6);
 }
 
+/** The switch that lets endpoints reach private addresses, as an operator sets it. */
+export const ALLOW_PRIVATE_SETTING = 'PARLEY_WEBHOOK_ALLOW_PRIVATE=true';
+
+/**
+ * A delivery refused for where it points; its message is the delivery's recorded reason, which
+ * `parley endpoint deliveries` and the dashboard show (it starts the same way wherever it is read).
+ */
 export class PrivateAddressError extends Error {
   constructor(host: string, address: string) {
     super(
-      `refused: ${host} resolves to ${address}, a private, loopback or link-local address (set PARLEY_WEBHOOK_ALLOW_PRIVATE=true to allow)`,
+      `address refused: private network: ${host === address ? host : `${host} resolves to ${address}`} is a private, loopback or link-local address; the server delivers there only when started with ${ALLOW_PRIVATE_SETTING}`,
     );
     this.name = 'PrivateAddressError';
   }

@@ -113,3 +113,20 @@ export async function setDeliveryFailed(db: Kysely<DB>, deliveryId: string, erro
     .where('status', '!=', 'delivered')
     .execute();
 }
+
+/** Every delivery of one event (one per endpoint that wanted it), with its endpoint's address. */
+export async function listDeliveryRowsOfEvent(
+  db: Kysely<DB>,
+  orgId: string,
+  eventId: string,
+): Promise<(EventDeliveryTable & { url: string })[]> {
+  return db
+    .selectFrom('event_deliveries as d')
+    .innerJoin('event_endpoints as e', 'e.id', 'd.endpoint_id')
+    .selectAll('d')
+    .select('e.url')
+    .where('d.org_id', '=', orgId)
+    .where('d.event_id', '=', eventId)
+    .orderBy('d.id')
+    .execute();
+}

@@ -12,6 +12,7 @@ import {
   findDeliveryOrg,
   findDeliveryRow,
   listDeliveryRows,
+  listDeliveryRowsOfEvent,
   setDeliveryPending,
 } from './delivery.repository.js';
 import {
@@ -281,6 +282,16 @@ export async function getDelivery(db: Kysely<DB>, orgId: string, deliveryId: str
   const row = await findDeliveryRow(db, orgId, deliveryId);
   if (!row) throw new AppError('NOT_FOUND', `No delivery '${clip(deliveryId, 64)}' in this organization.`);
   return toDelivery(row);
+}
+
+/** What became of one event at each endpoint that wanted it (e.g. a `message.received` at the agent's hook). */
+export async function deliveriesOfEvent(
+  db: Kysely<DB>,
+  orgId: string,
+  eventId: string,
+): Promise<(EventDelivery & { url: string })[]> {
+  const rows = await listDeliveryRowsOfEvent(db, orgId, eventId);
+  return rows.map((row) => ({ ...toDelivery(row), url: row.url }));
 }
 
 /** Sends a delivery again from its first attempt (same event ID); re-enables nothing. */

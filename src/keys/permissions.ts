@@ -35,6 +35,11 @@ export function scopePermissionProblem(scope: Scope, permissions: readonly Permi
   if (scope === 'campaign' && permissions.some((p) => p !== 'campaigns')) {
     return 'a campaign key carries Campaigns only';
   }
+  // The campaign routes admit only a key bound to that campaign: Campaigns on any other key could
+  // never be used, so it is refused rather than stored.
+  if (scope !== 'campaign' && permissions.includes('campaigns')) {
+    return `${scope === 'agent' ? 'an agent-scoped' : 'a whole-organization'} key cannot hold Campaigns: only a campaign key (scope campaign, bound to one campaign) can call a campaign's endpoints`;
+  }
   return undefined;
 }
 

@@ -41,12 +41,14 @@ describe.each(DIALECTS)('webhook campaigns (%s)', (dialect) => {
     const c = await makeCampaignTenant(t.ctx);
     const other = await makeCampaign(t.ctx, c.org.id);
     const otherKey = await makeKey(t.ctx, c.org.id, { scope: 'campaign', campaignId: other.id });
-    const orgKey = await makeKey(t.ctx, c.org.id, { permissions: ['campaigns', 'channels'] });
-    const agentKey = await makeKey(t.ctx, c.org.id, {
-      scope: 'agent',
-      agentId: c.agent.id,
-      permissions: ['campaigns'],
-    });
+    // Keys that can no longer be made (Campaigns on an organization or agent key), as stored before that rule.
+    const orgKey = await makeKey(t.ctx, c.org.id, { permissions: ['channels'] });
+    const agentKey = await makeKey(t.ctx, c.org.id, { scope: 'agent', agentId: c.agent.id, permissions: ['channels'] });
+    await t.ctx.db
+      .updateTable('api_keys')
+      .set({ permissions: 'channels,campaigns' })
+      .where('id', 'in', [orgKey.id, agentKey.id])
+      .execute();
     const revoked = await makeKey(t.ctx, c.org.id, { scope: 'campaign', campaignId: c.campaign.id });
     await revokeKey(t.ctx.db, t.ctx.clock, c.org.id, revoked.id);
     const body = [{ to: phones(1)[0] }];

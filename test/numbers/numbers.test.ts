@@ -321,7 +321,10 @@ describe.each(DIALECTS)('parley serve with its sandbox, and `parley sandbox inbo
         ['sandbox', 'inbound', '--agent', tenant.agent.id, '--from', user, '--text', 'Again'],
         t.env,
       );
-      expect(plain.stdout).toMatch(/^delivered wamid\.\S+ from \+\d+ to \+\d+; the 24-hour window is open\n$/);
+      // The agent has no hook: said, rather than leaving the user to wonder why no bot answers.
+      expect(plain.stdout).toMatch(
+        /^delivered wamid\.\S+ from \+\d+ to \+\d+; the 24-hour window is open \(conversation cnv_\S+\)\nno bot heard it: agent agt_\S+ has no hook\. Make one with `npx parley endpoint create .+`.*\n$/,
+      );
       const doc = (await (await fetch(`${base}/api/openapi.json`)).json()) as { paths: Record<string, unknown> };
       expect(Object.keys(doc.paths)).toEqual(
         expect.arrayContaining([

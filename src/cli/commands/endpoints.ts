@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { CLI_ACTOR } from '../../audit/audit.service.js';
+import { endpointAddressWarning } from '../../events/address-warning.js';
 import {
   createEndpoint,
   deleteEndpoint,
@@ -10,6 +11,7 @@ import {
   replayDelivery,
   rotateEndpointSecret,
 } from '../../events/endpoint.service.js';
+import { publishedPrivateSwitch } from '../../events/private-switch-file.js';
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions } from '../run.js';
@@ -28,7 +30,7 @@ export function registerEndpointCommands(program: Command): void {
     .option('--events <list>', 'comma-separated event types (default: all)')
     .action(
       action(async (flags: Flags & { url: string; agent?: string; events?: string }) => {
-        await withAdmin(flags, async ({ database, clock }) => {
+        await withAdmin(flags, async ({ database, clock, config, region }) => {
           const created = await createEndpoint(database.db, clock, {
             orgId: flags.org ?? '',
             url: flags.url,
@@ -43,7 +45,12 @@ export function registerEndpointCommands(program: Command): void {
             events: created.events,
             secret: created.secret,
           };
-          if (flags.json) printJson(out);
+          // The running server's switch when one has said it, else what this environment would start.
+          const warning = await endpointAddressWarning(created.url, {
+            allowPrivate: publishedPrivateSwitch(config.dataDir, region.region) ?? config.events.allowPrivate,
+          });
+          if (warning) process.stderr.write(`parley: warning: ${warning}\n`);
+          if (flags.json) printJson(warning ? { ...out, warning } : out);
           else {
             print(`created endpoint ${out.id} → ${out.url}`);
             print(`  signing secret: ${out.secret}`);
@@ -155,7 +162,7 @@ export function registerEndpointCommands(program: Command): void {
                   d.status,
                   String(d.attempts),
                   d.lastStatusCode === null ? '-' : String(d.lastStatusCode),
-                  (d.lastError ?? '').slice(0, 80),
+                  (d.lastError ?? '').slice(0, 120),
                 ]),
               ),
             );

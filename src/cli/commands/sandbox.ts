@@ -3,9 +3,12 @@ import closeWithGrace from 'close-with-grace';
 import type { Command } from 'commander';
 import { request } from 'undici';
 import { loadConfig } from '../../config.js';
+import type { Database } from '../../db/database.js';
+import { listEndpoints } from '../../events/endpoint.service.js';
 import { SANDBOX_STATE_FILE } from '../../messaging/messaging.js';
 import { webhookAppSecretOf } from '../../numbers/index.js';
 import { readSandboxAddress, startSandbox } from '../../sandbox/index.js';
+import { type HookDelivery, waitForHandOff, waitForReply } from '../../sandbox/reply.service.js';
 import { findAgentNumber, waitForInbound } from '../../sandbox/sandbox.service.js';
 import { systemClock } from '../../shared/clock.js';
 import { createLogger } from '../../shared/logger.js';
@@ -62,6 +65,8 @@ export function registerSandboxCommands(program: Command): void {
     .option('--name <name>', "the user's profile name")
     .option('--sandbox-url <url>', 'sandbox address (default: the one `parley serve` started for this region)')
     .option('--wait <seconds>', 'how long to wait for Parley to apply the webhook', '10')
+    .option('--wait-reply', "wait for the agent's answer (the next message sent in the conversation) and print it")
+    .option('--timeout <seconds>', 'with --wait-reply: how long to wait for the answer', '30')
     .action(
       action(
         async (
@@ -72,6 +77,8 @@ export function registerSandboxCommands(program: Command): void {
             name?: string;
             sandboxUrl?: string;
             wait: string;
+            waitReply?: boolean;
+            timeout: string;
           },
         ) => {
           // Checked before anything is sent: a user the provider could report, in international format.
@@ -87,6 +94,10 @@ export function registerSandboxCommands(program: Command): void {
           const waitSeconds = Number(flags.wait);
           if (!Number.isFinite(waitSeconds) || waitSeconds <= 0 || waitSeconds > 600) {
             fail(`--wait must be a number of seconds between 0 and 600, got "${flags.wait}"`);
+          }
+          const replySeconds = Number(flags.timeout);
+          if (!Number.isFinite(replySeconds) || replySeconds <= 0 || replySeconds > 3600) {
+            fail(`--timeout must be a number of seconds between 0 and 3600, got "${flags.timeout}"`);
           }
           // `sandbox` itself takes --data too, and commander hands it to the parent wherever it stands.
           const parentData = (sandbox.opts() as { data?: string }).data;
@@ -127,11 +138,81 @@ export function registerSandboxCommands(program: Command): void {
                   : `the sandbox delivered ${answer.messageId}, but Parley could not apply it (kept as ${applied === 'unrouted' ? 'an unrouted' : 'a failed'} webhook: see \`npx parley webhooks failed\`); the 24-hour window is not open`,
               );
             }
-            if (flags.json)
-              printJson({ messageId: answer.messageId, from: from.e164, to: row.phone, windowOpen: true });
-            else print(`delivered ${answer.messageId} from ${from.e164} to ${row.phone}; the 24-hour window is open`);
+            // Who heard it: the message's `message.received` deliveries, recorded once it joins its conversation.
+            const handOff = await waitForHandOff(database.db, answer.messageId, waitSeconds * 1000);
+            const delivered =
+              `delivered ${answer.messageId} from ${from.e164} to ${row.phone}; the 24-hour window is open` +
+              (handOff.conversationId ? ` (conversation ${handOff.conversationId})` : '');
+            const unheard =
+              handOff.hooks.length > 0
+                ? undefined
+                : handOff.conversationId === null
+                  ? `Parley has not joined it to a conversation within ${waitSeconds} s, so no bot was told of it`
+                  : await noHookSentence(database.db, row.org_id, flags.agent);
+            const result = {
+              messageId: answer.messageId,
+              from: from.e164,
+              to: row.phone,
+              windowOpen: true,
+              conversationId: handOff.conversationId,
+              hooks: handOff.hooks,
+            };
+            if (!flags.waitReply) {
+              if (flags.json) printJson(result);
+              else {
+                print(delivered);
+                print(unheard ?? `told ${hookList(handOff.hooks)}`);
+              }
+              return;
+            }
+            if (unheard) fail(`${delivered}, but no answer can come: ${unheard}`);
+            const waited = await waitForReply(database.db, row.org_id, answer.messageId, handOff, replySeconds * 1000);
+            if (!waited.reply) {
+              const told = waited.hooks.some((h) => h.status !== 'failed');
+              fail(
+                `${told ? `no answer from the agent within ${replySeconds} s` : 'no bot was told of the message, so no answer can come'}: ${waited.hooks.map(hookProblem).join('; ')}`,
+              );
+            }
+            const reply = waited.reply;
+            if (flags.json) printJson({ ...result, hooks: waited.hooks, reply });
+            else {
+              print(delivered);
+              print(`told ${hookList(waited.hooks)}`);
+              const what = reply.type === 'template' ? `template ${reply.template ?? ''}` : (reply.text ?? '');
+              const refused = reply.status === 'rejected' || reply.status === 'failed';
+              print(
+                `the agent answered: ${what}${refused ? ` (${reply.status}: ${reply.error ?? 'no reason given'})` : ''}`,
+              );
+            }
           });
         },
       ),
     );
+}
+
+const hookList = (hooks: readonly HookDelivery[]) =>
+  `${hooks.length === 1 ? 'its hook' : `${hooks.length} hooks`}: ${hooks.map((h) => `${h.url} (delivery ${h.deliveryId})`).join(', ')}`;
+
+/** Why a hook's delivery brought no answer, in words. */
+function hookProblem(h: HookDelivery): string {
+  if (h.status === 'failed')
+    return `the delivery ${h.deliveryId} to ${h.url} failed: ${h.lastError ?? 'no reason recorded'}`;
+  if (h.status === 'delivered')
+    return `${h.url} acknowledged the event (delivery ${h.deliveryId}), but the agent sent nothing in the conversation`;
+  if (h.attempts === 0)
+    return `the delivery ${h.deliveryId} to ${h.url} has not been attempted yet (is \`npx parley serve\` running?)`;
+  return `the delivery ${h.deliveryId} to ${h.url} is not delivered after ${h.attempts} attempts (retried later): ${h.lastError ?? ''}`;
+}
+
+/** Why no hook heard a message of `agentId`: its hooks are disabled, want other events, or it has none. */
+async function noHookSentence(db: Database['db'], orgId: string, agentId: string): Promise<string> {
+  const hooks = (await listEndpoints(db, orgId)).filter((e) => e.agentId === null || e.agentId === agentId);
+  const [disabled] = hooks.filter((e) => e.disabledAt !== null);
+  if (disabled) {
+    return `no bot heard it: the hook ${disabled.id} (${disabled.url}) is disabled (${disabled.disabledReason ?? 'no reason given'}); turn it back on with \`npx parley endpoint enable --id ${disabled.id}\``;
+  }
+  const [other] = hooks;
+  if (other)
+    return `no bot heard it: the hook ${other.id} (${other.url}) receives ${other.events.join(', ')}, not message.received`;
+  return `no bot heard it: agent ${agentId} has no hook. Make one with \`npx parley endpoint create --org ${orgId} --agent ${agentId} --url http://127.0.0.1:4000/\` (it prints the signing secret for your bot)`;
 }
