@@ -27,6 +27,7 @@ const VIEWS = [
   'campaign-key-dialog',
   'end-users',
   'error',
+  'pager',
 ] as const;
 
 export type ViewName = (typeof VIEWS)[number];

@@ -15,6 +15,7 @@ import { keyEpoch } from './0013-key-epoch.js';
 import { senderEpoch } from './0014-sender-epoch.js';
 import { statusHistory } from './0015-status-history.js';
 import { oneDeadLetterStore } from './0016-one-dead-letter-store.js';
+import { listIndexes } from './0019-list-indexes.js';
 
 /**
  * Every migration, in order. Names sort lexically; add new ones at the end with the next number.
@@ -37,6 +38,7 @@ export const migrations: Record<string, Migration> = {
   '0014-sender-epoch': senderEpoch,
   '0015-status-history': statusHistory,
   '0016-one-dead-letter-store': oneDeadLetterStore,
+  '0019-list-indexes': listIndexes,
 };
 
 export const migrationProvider: MigrationProvider = {
