@@ -70,7 +70,11 @@ export async function listAudit(
 }
 
 /** The dashboard's audit log: newest first, a page at a time both ways. */
-export async function pageOfAudit(db: Kysely<DB>, orgId: string, request: PageRequest): Promise<TwoWayPage<AuditEntry>> {
+export async function pageOfAudit(
+  db: Kysely<DB>,
+  orgId: string,
+  request: PageRequest,
+): Promise<TwoWayPage<AuditEntry>> {
   const seek = seekOf(request, /^aud_[A-Za-z0-9]{22}$/);
   const rows = await listAuditPageRows(db, orgId, seek, request.limit + 1);
   return pageOf(rows, request.limit, seek, (r) => ({ at: Number(r.at), id: r.id }), toEntry);

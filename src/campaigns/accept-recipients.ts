@@ -16,7 +16,6 @@ import {
   findCampaignRow,
   insertDeliveries,
 } from './campaign.repository.js';
-import { type DeliveryView, listDeliveryRows } from './campaign-list.repository.js';
 import {
   CampaignRecipient,
   type CampaignWebhookBody,
@@ -26,6 +25,7 @@ import {
   type RecipientResult,
 } from './campaign.schemas.js';
 import type { CampaignDeliveryTable } from './campaign.tables.js';
+import { type DeliveryView, listDeliveryRows } from './campaign-list.repository.js';
 
 /** Dedupe keys are remembered this long. */
 export const DEDUPE_MS = 30 * 24 * 60 * 60 * 1000;

@@ -71,9 +71,11 @@ export interface DeliveryView {
 }
 
 /**
- * Deliveries of a campaign on (created_at, id), oldest first by default, from a seek. The seek runs
- * on campaign_deliveries_list_idx in order; a status filter drops the rows of other statuses as the
- * scan meets them, so a filtered page reads about limit ÷ (the status's share) rows, whichever page.
+ * Deliveries of a campaign on (created_at, id), oldest first by default, from a seek, through
+ * campaign_deliveries_list_idx in its order. The status is worked out from two tables, so no index
+ * holds it and a planner cannot tell how common one is (PostgreSQL then reads the whole campaign
+ * and sorts it): a status filter instead reads windows of the index in order and keeps the rows of
+ * that status, so a filtered page costs about limit ÷ (the status's share) rows, whichever page.
  */
 export async function listDeliveryRows(
   db: Kysely<DB>,
@@ -86,7 +88,27 @@ export async function listDeliveryRows(
     newestFirst?: boolean;
   },
 ): Promise<DeliveryView[]> {
-  let query = db
+  const { status, limit } = options;
+  const newestFirst = options.newestFirst === true;
+  if (!status) return deliveryWindow(db, campaignId, { newestFirst, seek: options.seek, limit });
+  const window = Math.max(limit * 4, 200);
+  const out: DeliveryView[] = [];
+  let seek = options.seek;
+  for (;;) {
+    const rows = await deliveryWindow(db, campaignId, { newestFirst, seek, limit: window });
+    for (const row of rows) if (row.status === status && out.length < limit) out.push(row);
+    const last = rows[rows.length - 1];
+    if (out.length >= limit || rows.length < window || !last) return out;
+    seek = { at: last.created_at, id: last.id, backward: seek?.backward === true };
+  }
+}
+
+async function deliveryWindow(
+  db: Kysely<DB>,
+  campaignId: string,
+  options: { newestFirst: boolean; seek: Seek | undefined; limit: number },
+): Promise<DeliveryView[]> {
+  const query = db
     .selectFrom('campaign_deliveries as d')
     .leftJoin('messages as m', 'm.id', 'd.message_id')
     .select([
@@ -104,12 +126,7 @@ export async function listDeliveryRows(
       'm.updated_at as message_updated_at',
     ])
     .where('d.campaign_id', '=', campaignId);
-  if (options.status) query = query.where(STATUS_SQL, '=', options.status);
-  const rows = await seekPage(
-    query,
-    { at: 'd.created_at', id: 'd.id' },
-    { newestFirst: options.newestFirst === true, seek: options.seek, limit: options.limit },
-  ).execute();
+  const rows = await seekPage(query, { at: 'd.created_at', id: 'd.id' }, options).execute();
   return rows.map((r) => ({
     ...r,
     created_at: Number(r.created_at),

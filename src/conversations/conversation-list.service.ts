@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { type PageRequest, pageOf, seekOf, type TwoWayPage } from '../shared/page.js';
-import { type ConversationSummaryRow, listConversationSummaryRows } from './conversation-list.repository.js';
 import type { ConversationStatus } from './conversation.tables.js';
+import { type ConversationSummaryRow, listConversationSummaryRows } from './conversation-list.repository.js';
 
 /** The organization's conversations as the dashboard lists them: newest first, a page at a time both ways. */
 
@@ -21,7 +21,11 @@ export interface ConversationSummary {
   readonly status: ConversationStatus;
   readonly startedAt: number;
   /** The newest message either way: its text (or what it was, for a template or a picture) and time. */
-  readonly lastMessage: { readonly direction: 'inbound' | 'outbound'; readonly text: string; readonly at: number } | null;
+  readonly lastMessage: {
+    readonly direction: 'inbound' | 'outbound';
+    readonly text: string;
+    readonly at: number;
+  } | null;
 }
 
 /** Conversation IDs as the API's cursors accept them. */
@@ -39,7 +43,8 @@ export async function pageOfConversationSummaries(
 }
 
 function startedBy(row: ConversationSummaryRow): StartedBy {
-  if (row.campaign_id !== null) return { kind: 'campaign', name: row.campaign_name ?? row.campaign_id, campaignId: row.campaign_id };
+  if (row.campaign_id !== null)
+    return { kind: 'campaign', name: row.campaign_name ?? row.campaign_id, campaignId: row.campaign_id };
   if (row.trigger_id !== null) return { kind: 'trigger', name: row.trigger_name ?? row.trigger_id };
   return row.customer_started === true || Number(row.customer_started) === 1 ? { kind: 'customer' } : { kind: 'agent' };
 }

@@ -7,7 +7,7 @@ import { pageOfKeys } from '../keys/key-lists.service.js';
 import { setOrganizationPlan } from '../orgs/org.service.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { field, fields, formatTime, html, isHtmx, KEYS_PATH, type PageKit, redirectAfterPost } from './page-kit.js';
-import { type PageParams, pagerOf, pageRequestOf } from './pager.js';
+import { type PageParams, pageRequestOf, pagerOf } from './pager.js';
 import type { Session } from './session.service.js';
 import { canChangePlan, canManage } from './user.service.js';
 import { renderPage, renderPartial } from './views.js';

@@ -3,7 +3,7 @@ import { type AuditEntry, pageOfAudit } from '../audit/audit.service.js';
 import type { AppContext } from '../context.js';
 import { findKeys } from '../keys/key.service.js';
 import { formatTime, html, type PageKit } from './page-kit.js';
-import { PAGE_SIZE, pagerOf, pageRequestOf } from './pager.js';
+import { PAGE_SIZE, pageRequestOf, pagerOf } from './pager.js';
 import { renderPage } from './views.js';
 
 const AUDIT_WORDS: Record<string, string> = {
@@ -43,7 +43,11 @@ export function registerAuditPages(app: FastifyInstance, ctx: AppContext, kit: P
   const { db } = ctx;
   app.get('/dashboard/audit', kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);
-    const page = await pageOfAudit(db, session.org.id, pageRequestOf(request.query as Record<string, string | undefined>));
+    const page = await pageOfAudit(
+      db,
+      session.org.id,
+      pageRequestOf(request.query as Record<string, string | undefined>),
+    );
     // The names of the page's keys only, in one lookup.
     const keyIds = page.data.filter((e) => e.targetType === 'api_key').map((e) => e.targetId);
     const keys = await findKeys(db, session.org.id, keyIds);

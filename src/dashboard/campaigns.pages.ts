@@ -19,7 +19,7 @@ import { type ApiKey, createKey, PERMISSION_LABELS, revokeKey } from '../keys/ke
 import { listCampaignKeys } from '../keys/key-lists.service.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { field, formatTime, html, isHtmx, type PageKit, redirectAfterPost } from './page-kit.js';
-import { PAGE_SIZE, pagerOf, pageRequestOf } from './pager.js';
+import { PAGE_SIZE, pageRequestOf, pagerOf } from './pager.js';
 import { progressOf, STATUS_LABELS } from './progress.js';
 import type { Session } from './session.service.js';
 import { renderPage, renderPartial } from './views.js';

@@ -6,7 +6,7 @@ import { pageOfConversationSummaries, type StartedBy } from '../conversations/co
 import { getEndUser } from '../end-users/end-user.service.js';
 import { isAppError } from '../shared/errors.js';
 import { formatTime, html, type PageKit } from './page-kit.js';
-import { PAGE_SIZE, pagerOf, pageRequestOf } from './pager.js';
+import { PAGE_SIZE, pageRequestOf, pagerOf } from './pager.js';
 import { renderPage } from './views.js';
 
 const startedByText = (by: StartedBy) =>

@@ -3,7 +3,7 @@ import type { AppContext } from '../context.js';
 import { pageOfEndUsers } from '../end-users/end-user.service.js';
 import { isAppError } from '../shared/errors.js';
 import { formatTime, html, type PageKit } from './page-kit.js';
-import { PAGE_SIZE, pagerOf, pageRequestOf } from './pager.js';
+import { PAGE_SIZE, pageRequestOf, pagerOf } from './pager.js';
 import { renderPage } from './views.js';
 
 /** End users (/dashboard/end-users): newest first, a page at a time, searched by name, email or phone. */

@@ -1,4 +1,4 @@
-import { type Expression, type SqlBool, type SelectQueryBuilder, sql } from 'kysely';
+import { type Expression, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 
 /**
  * A keyset seek on a (time, id) pair, in either direction, for the lists the dashboard pages

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { DB } from '../db/schema.js';
 import type { Seek } from '../db/keyset.js';
+import type { DB } from '../db/schema.js';
 import { decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { AppError } from '../shared/errors.js';
 import { type PageRequest, pageOf, seekOf, type TwoWayPage } from '../shared/page.js';

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { type PageRequest, pageOf, seekOf, type TwoWayPage } from '../shared/page.js';
-import { type ApiKey, toApiKey } from './key.service.js';
 import { countKeyRows, type KeyListFilter, listCampaignKeyRows, listKeyPageRows } from './key.repository.js';
+import { type ApiKey, toApiKey } from './key.service.js';
 
 /**
  * The dashboard's key lists: active keys and revoked keys apart, each newest first a page at a

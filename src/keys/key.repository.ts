@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { ApiKeyTable, DB } from '../db/schema.js';
 import { type Seek, seekPage } from '../db/keyset.js';
+import type { ApiKeyTable, DB } from '../db/schema.js';
 
 export async function insertKey(db: Kysely<DB>, row: ApiKeyTable): Promise<void> {
   await db.insertInto('api_keys').values(row).execute();

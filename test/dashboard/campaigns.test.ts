@@ -113,7 +113,9 @@ describe.each(DIALECTS)('dashboard campaigns and end users (%s)', (dialect) => {
     const afterRevoke = (await admin.get(base)).body;
     const revokedSection = afterRevoke.slice(afterRevoke.indexOf('<details class="revoked-keys">'));
     expect(revokedSection).toContain('<summary>Revoked keys (1)</summary>');
-    expect(revokedSection).toMatch(new RegExp(`data-key-id="${stored?.id}">.*<td class="when">\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC</td></tr>`));
+    expect(revokedSection).toMatch(
+      new RegExp(`data-key-id="${stored?.id}">.*<td class="when">\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC</td></tr>`),
+    );
     expect(afterRevoke).not.toContain(`aria-label="Revoke Ads platform"`);
     // Another organization's key cannot be revoked through this campaign.
     const outsiderKey = (await makeCampaignTenant(ctx)).campaignKey;

