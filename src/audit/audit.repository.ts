@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { type Seek, seekPage } from '../db/keyset.js';
 import type { DB } from '../db/schema.js';
 import type { AuditLogTable } from './audit.tables.js';
 
@@ -16,4 +17,15 @@ export async function listAuditRows(db: Kysely<DB>, orgId: string, limit: number
     .orderBy('id', 'desc')
     .limit(limit)
     .execute();
+}
+
+/** A page of an organization's entries, newest first, on audit_log_org_at_id_idx (migration 0019). */
+export async function listAuditPageRows(
+  db: Kysely<DB>,
+  orgId: string,
+  seek: Seek | undefined,
+  limit: number,
+): Promise<AuditLogTable[]> {
+  const query = db.selectFrom('audit_log').selectAll().where('org_id', '=', orgId);
+  return seekPage(query, { at: 'at', id: 'id' }, { newestFirst: true, seek, limit }).execute();
 }

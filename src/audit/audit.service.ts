@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { newId } from '../shared/ids.js';
-import { insertAuditEntry, listAuditRows } from './audit.repository.js';
+import { type PageRequest, pageOf, seekOf, type TwoWayPage } from '../shared/page.js';
+import { insertAuditEntry, listAuditPageRows, listAuditRows } from './audit.repository.js';
 import type { AuditLogTable } from './audit.tables.js';
 
 /** The actor of what the `parley` command line does. */
@@ -38,7 +39,7 @@ const toEntry = (row: AuditLogTable): AuditEntry => ({
   targetType: row.target_type,
   targetId: row.target_id,
   details: row.details ? (JSON.parse(row.details) as Record<string, unknown>) : null,
-  at: row.at,
+  at: Number(row.at),
 });
 
 /**
@@ -66,6 +67,17 @@ export async function listAudit(
 ): Promise<AuditEntry[]> {
   const rows = await listAuditRows(db, orgId, Math.min(Math.max(options.limit ?? 500, 1), 5000));
   return rows.map(toEntry);
+}
+
+/** The dashboard's audit log: newest first, a page at a time both ways. */
+export async function pageOfAudit(
+  db: Kysely<DB>,
+  orgId: string,
+  request: PageRequest,
+): Promise<TwoWayPage<AuditEntry>> {
+  const seek = seekOf(request, /^aud_[A-Za-z0-9]{22}$/);
+  const rows = await listAuditPageRows(db, orgId, seek, request.limit + 1);
+  return pageOf(rows, request.limit, seek, (r) => ({ at: Number(r.at), id: r.id }), toEntry);
 }
 
 /** Runs `fn` in a transaction, or in the caller's when `db` already is one. */

@@ -15,7 +15,6 @@ import {
   deleteDedupeKeysBefore,
   findCampaignRow,
   insertDeliveries,
-  listDeliveryRows,
 } from './campaign.repository.js';
 import {
   CampaignRecipient,
@@ -26,6 +25,7 @@ import {
   type RecipientResult,
 } from './campaign.schemas.js';
 import type { CampaignDeliveryTable } from './campaign.tables.js';
+import { type DeliveryView, listDeliveryRows } from './campaign-list.repository.js';
 
 /** Dedupe keys are remembered this long. */
 export const DEDUPE_MS = 30 * 24 * 60 * 60 * 1000;
@@ -209,41 +209,40 @@ export async function listCampaignDeliveries(
   return deliveriesOfCampaign(ctx, principal.orgId, campaignId, query);
 }
 
-/**
- * A page of a campaign's deliveries, for the organization's own people (the dashboard, newest
- * first) or for the campaign's key (the API, oldest first).
- */
+/** A page of a campaign's deliveries for its key (the API), oldest first. */
 export async function deliveriesOfCampaign(
   ctx: AppContext,
   orgId: string,
   campaignId: string,
   query: DeliveriesQuery,
-  options: { newestFirst?: boolean } = {},
 ): Promise<DeliveriesResponse> {
   const campaign = await findCampaignRow(ctx.db, orgId, campaignId);
   if (!campaign) throw new AppError('NOT_FOUND', `No campaign with ID '${clip(campaignId, 64)}' in this organization.`);
   const limit = query.limit ?? 100;
+  const after = query.cursor !== undefined ? decodeListCursor(query.cursor) : undefined;
   const rows = await listDeliveryRows(ctx.db, campaign.id, {
     status: query.status as DeliveryStatus | undefined,
     limit: limit + 1,
-    after: query.cursor !== undefined ? decodeListCursor(query.cursor) : undefined,
-    newestFirst: options.newestFirst === true,
+    seek: after ? { at: after[0], id: after[1], backward: false } : undefined,
   });
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   return {
-    data: page.map((r) => ({
-      id: r.id,
-      to: r.to_phone,
-      endUserId: r.end_user_id,
-      conversationId: r.conversation_id,
-      status: r.status,
-      messageId: r.provider_message_id,
-      error: r.error ?? (r.status === 'failed' ? r.message_error : null),
-      createdAt: r.created_at,
-      sentAt: r.sent_at,
-      updatedAt: Math.max(r.updated_at, r.message_updated_at ?? 0),
-    })),
+    data: page.map(toDelivery),
     nextCursor: rows.length > limit && last ? encodeCursor(Number(last.created_at), last.id) : null,
   };
 }
+
+/** A delivery as the API and the dashboard show it. */
+export const toDelivery = (r: DeliveryView): DeliveriesResponse['data'][number] => ({
+  id: r.id,
+  to: r.to_phone,
+  endUserId: r.end_user_id,
+  conversationId: r.conversation_id,
+  status: r.status,
+  messageId: r.provider_message_id,
+  error: r.error ?? (r.status === 'failed' ? r.message_error : null),
+  createdAt: r.created_at,
+  sentAt: r.sent_at,
+  updatedAt: Math.max(r.updated_at, r.message_updated_at ?? 0),
+});

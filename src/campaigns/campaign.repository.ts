@@ -1,4 +1,4 @@
-import { type Kysely, type RawBuilder, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { CampaignTable, DB } from '../db/schema.js';
 import type { CampaignDedupeKeyTable, CampaignDeliveryTable } from './campaign.tables.js';
 
@@ -6,18 +6,6 @@ import type { CampaignDedupeKeyTable, CampaignDeliveryTable } from './campaign.t
 
 export const DELIVERY_STATUSES = ['queued', 'sending', 'sent', 'delivered', 'read', 'failed'] as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
-
-/**
- * A delivery's public status, from its own row (`d`) and its message's (`m`): the provider's word
- * (sent, delivered, read, failed) wins, since the messages row only ever moves forward; then a
- * failure of ours; then queued (no send attempted yet) or sending (handed to the provider, or
- * about to be, with no status back yet).
- */
-const STATUS_SQL: RawBuilder<DeliveryStatus> = sql<DeliveryStatus>`case
-  when m.status in ('sent', 'delivered', 'read', 'failed') then m.status
-  when d.state = 'failed' or m.status = 'rejected' then 'failed'
-  when d.state = 'queued' then 'queued'
-  else 'sending' end`;
 
 export async function insertCampaign(db: Kysely<DB>, row: CampaignTable): Promise<void> {
   await db.insertInto('campaigns').values(row).execute();
@@ -58,86 +46,6 @@ export async function setCampaignStatus(
 export async function campaignStatus(db: Kysely<DB>, id: string): Promise<CampaignTable['status'] | undefined> {
   const row = await db.selectFrom('campaigns').select('status').where('id', '=', id).executeTakeFirst();
   return row?.status;
-}
-
-export async function countDeliveries(db: Kysely<DB>, campaignId: string): Promise<Record<DeliveryStatus, number>> {
-  const rows = await db
-    .selectFrom('campaign_deliveries as d')
-    .leftJoin('messages as m', 'm.id', 'd.message_id')
-    .select([STATUS_SQL.as('status'), (eb) => eb.fn.countAll<number>().as('n')])
-    .where('d.campaign_id', '=', campaignId)
-    .groupBy(STATUS_SQL)
-    .execute();
-  const counts = Object.fromEntries(DELIVERY_STATUSES.map((s) => [s, 0])) as Record<DeliveryStatus, number>;
-  for (const row of rows) counts[row.status] = Number(row.n);
-  return counts;
-}
-
-export interface DeliveryView {
-  id: string;
-  to_phone: string;
-  end_user_id: string | null;
-  conversation_id: string | null;
-  status: DeliveryStatus;
-  provider_message_id: string | null;
-  error: string | null;
-  message_error: string | null;
-  created_at: number;
-  sent_at: number | null;
-  updated_at: number;
-  message_updated_at: number | null;
-}
-
-/** Deliveries of a campaign, oldest first, after the (created_at, id) cursor. */
-export async function listDeliveryRows(
-  db: Kysely<DB>,
-  campaignId: string,
-  options: {
-    status?: DeliveryStatus | undefined;
-    limit: number;
-    after?: [number, string] | undefined;
-    /** Newest first (the dashboard's recent deliveries); oldest first by default. */
-    newestFirst?: boolean;
-  },
-): Promise<DeliveryView[]> {
-  let query = db
-    .selectFrom('campaign_deliveries as d')
-    .leftJoin('messages as m', 'm.id', 'd.message_id')
-    .select([
-      'd.id',
-      'd.to_phone',
-      'd.end_user_id',
-      'd.conversation_id',
-      STATUS_SQL.as('status'),
-      'm.provider_message_id',
-      'd.error',
-      'm.error_message as message_error',
-      'd.created_at',
-      'd.sent_at',
-      'd.updated_at',
-      'm.updated_at as message_updated_at',
-    ])
-    .where('d.campaign_id', '=', campaignId);
-  if (options.status) query = query.where(STATUS_SQL, '=', options.status);
-  const after = options.after;
-  const direction = options.newestFirst ? 'desc' : 'asc';
-  const past = options.newestFirst ? '<' : '>';
-  if (after) {
-    query = query.where((eb) =>
-      eb.or([
-        eb('d.created_at', past, after[0]),
-        eb.and([eb('d.created_at', '=', after[0]), eb('d.id', past, after[1])]),
-      ]),
-    );
-  }
-  const rows = await query.orderBy('d.created_at', direction).orderBy('d.id', direction).limit(options.limit).execute();
-  return rows.map((r) => ({
-    ...r,
-    created_at: Number(r.created_at),
-    sent_at: r.sent_at === null ? null : Number(r.sent_at),
-    updated_at: Number(r.updated_at),
-    message_updated_at: r.message_updated_at === null ? null : Number(r.message_updated_at),
-  }));
 }
 
 const CHUNK = 500;

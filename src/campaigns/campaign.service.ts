@@ -11,7 +11,6 @@ import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { CAMPAIGN_DISPATCH_QUEUE, type CampaignDispatchJob } from './campaign.queues.js';
 import {
-  countDeliveries,
   type DeliveryStatus,
   deleteCampaignAndKeys,
   findCampaignRow,
@@ -19,6 +18,7 @@ import {
   listCampaignRows,
   setCampaignStatus,
 } from './campaign.repository.js';
+import { countDeliveries } from './campaign-list.repository.js';
 
 export interface TemplateParameterLists {
   body?: string[];

@@ -1,6 +1,11 @@
 /**
  * What other features use of campaigns beyond campaign.service.ts: the statuses a delivery can be
- * in, and a page of a campaign's deliveries (the dashboard's campaign page).
+ * in, and the pages of campaigns and of a campaign's deliveries (the dashboard's campaign pages).
  */
-export { deliveriesOfCampaign } from './accept-recipients.js';
 export { DELIVERY_STATUSES, type DeliveryStatus } from './campaign.repository.js';
+export {
+  type CampaignWithCounts,
+  type Delivery,
+  pageOfCampaignDeliveries,
+  pageOfCampaigns,
+} from './campaign-lists.service.js';

@@ -2,10 +2,12 @@ import type { FastifyInstance } from 'fastify';
 import { listAgents } from '../agents/agent.service.js';
 import { listCampaigns } from '../campaigns/campaign.service.js';
 import type { AppContext } from '../context.js';
-import { type ApiKey, createKey, listKeys, PERMISSION_LABELS, revokeKey, SCOPE_LABELS } from '../keys/key.service.js';
+import { type ApiKey, createKey, findKeys, PERMISSION_LABELS, revokeKey, SCOPE_LABELS } from '../keys/key.service.js';
+import { pageOfKeys } from '../keys/key-lists.service.js';
 import { setOrganizationPlan } from '../orgs/org.service.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { field, fields, formatTime, html, isHtmx, KEYS_PATH, type PageKit, redirectAfterPost } from './page-kit.js';
+import { type PageParams, pageRequestOf, pagerOf } from './pager.js';
 import type { Session } from './session.service.js';
 import { canChangePlan, canManage } from './user.service.js';
 import { renderPage, renderPartial } from './views.js';
@@ -16,6 +18,7 @@ interface CreateValues {
   agent: string;
   permissions: string[];
 }
+const REVOKED_PARAMS: PageParams = { cursor: 'revoked_cursor', before: 'revoked_before' };
 const emptyValues: CreateValues = { label: '', scope: 'organization', agent: '', permissions: [] };
 
 /**
@@ -44,8 +47,7 @@ export function registerApiKeyPages(app: FastifyInstance, ctx: AppContext, kit: 
       permissionsText: k.permissions.map((p) => PERMISSION_LABELS[p]).join(', '),
       createdText: formatTime(k.createdAt),
       lastUsedText: k.lastUsedAt === null ? 'Never' : formatTime(k.lastUsedAt),
-      revoked: k.revokedAt !== null,
-      stateText: k.revokedAt === null ? 'Active' : `Revoked ${formatTime(k.revokedAt)}`,
+      revokedText: k.revokedAt === null ? '' : formatTime(k.revokedAt),
     }));
   };
 
@@ -58,9 +60,25 @@ export function registerApiKeyPages(app: FastifyInstance, ctx: AppContext, kit: 
       error,
     });
 
-  /** The panel page, optionally with a dialog open (the no-JavaScript path of every dialog). */
-  const keysPage = async (session: Session, dialog?: string) => {
-    const keys = session.org.plan === 'paid' ? await listKeys(db, session.org.id) : [];
+  /**
+   * The panel page, optionally with a dialog open (the no-JavaScript path of every dialog): the
+   * active keys a page at a time, and below them the revoked ones, a page at a time of their own.
+   */
+  const keysPage = async (session: Session, query: Record<string, string | undefined>, dialog?: string) => {
+    const paid = session.org.plan === 'paid';
+    const none = { data: [], next: null, previous: null, total: 0 };
+    const [active, revoked] = paid
+      ? await Promise.all([
+          pageOfKeys(db, session.org.id, { revoked: false }, pageRequestOf(query)),
+          pageOfKeys(db, session.org.id, { revoked: true }, pageRequestOf(query, REVOKED_PARAMS)),
+        ])
+      : [none, none];
+    const positions = {
+      cursor: query.cursor,
+      before: query.before,
+      revoked_cursor: query.revoked_cursor,
+      revoked_before: query.revoked_before,
+    };
     return renderPage(
       'keys',
       {
@@ -68,7 +86,13 @@ export function registerApiKeyPages(app: FastifyInstance, ctx: AppContext, kit: 
         session,
         section: 'settings',
         org: session.org,
-        keys: await keyRows(session.org.id, keys),
+        keys: await keyRows(session.org.id, active.data),
+        pager: pagerOf(KEYS_PATH, positions, active),
+        revokedKeys: await keyRows(session.org.id, revoked.data),
+        revokedTotal: revoked.total,
+        revokedPager: pagerOf(KEYS_PATH, positions, revoked, REVOKED_PARAMS, 'revoked keys'),
+        // A person paging through the revoked keys finds them still shown.
+        revokedOpen: Boolean(query.revoked_cursor || query.revoked_before),
         canManage: canManage(session.user.role),
         canUpgrade: canChangePlan(session.user.role),
         upgradeUrl: config.upgradeUrl,
@@ -77,7 +101,7 @@ export function registerApiKeyPages(app: FastifyInstance, ctx: AppContext, kit: 
     );
   };
   const findKey = async (orgId: string, keyId: string) => {
-    const key = (await listKeys(db, orgId)).find((k) => k.id === keyId);
+    const [key] = await findKeys(db, orgId, [keyId]);
     if (!key) throw new AppError('NOT_FOUND', 'No such key in your organization.');
     return key;
   };
@@ -102,7 +126,7 @@ export function registerApiKeyPages(app: FastifyInstance, ctx: AppContext, kit: 
     } else if (query.upgrade !== undefined && canChangePlan(session.user.role) && !config.upgradeUrl) {
       dialog = upgradeDialog(session, true);
     }
-    return html(reply, await keysPage(session, dialog));
+    return html(reply, await keysPage(session, query, dialog));
   });
   app.get(`${KEYS_PATH}/new`, kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);
@@ -141,10 +165,10 @@ export function registerApiKeyPages(app: FastifyInstance, ctx: AppContext, kit: 
       const message = err.message.charAt(0).toUpperCase() + err.message.slice(1);
       const dialog = await createDialog(session, values, !htmx, message.replace(/ \(--agent\)/, ''));
       // htmx swaps only successful answers by default, so the dialog with its explanation is a 200 there.
-      return htmx ? html(reply, dialog) : html(reply, await keysPage(session, dialog), 400);
+      return htmx ? html(reply, dialog) : html(reply, await keysPage(session, {}, dialog), 400);
     }
     const dialog = renderPartial('created-dialog', { ...created, open: !htmx });
-    return htmx ? html(reply, dialog) : html(reply, await keysPage(session, dialog));
+    return htmx ? html(reply, dialog) : html(reply, await keysPage(session, {}, dialog));
   });
   app.get(`${KEYS_PATH}/:keyId/revoke`, kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { type AuditEntry, listAudit } from '../audit/audit.service.js';
+import { type AuditEntry, pageOfAudit } from '../audit/audit.service.js';
 import type { AppContext } from '../context.js';
-import { listKeys } from '../keys/key.service.js';
+import { findKeys } from '../keys/key.service.js';
 import { formatTime, html, type PageKit } from './page-kit.js';
+import { PAGE_SIZE, pageRequestOf, pagerOf } from './pager.js';
 import { renderPage } from './views.js';
 
 const AUDIT_WORDS: Record<string, string> = {
@@ -42,17 +43,31 @@ function auditRow(entry: AuditEntry, keyNames: Map<string, string>) {
   };
 }
 
-/** The audit log (/dashboard/audit): the organization's changes, newest first, in words. */
+/** The audit log (/dashboard/audit): the organization's changes, newest first, in words, a page at a time. */
 export function registerAuditPages(app: FastifyInstance, ctx: AppContext, kit: PageKit): void {
   const { db } = ctx;
   app.get('/dashboard/audit', kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);
-    const keys = await listKeys(db, session.org.id);
+    const page = await pageOfAudit(
+      db,
+      session.org.id,
+      pageRequestOf(request.query as Record<string, string | undefined>),
+    );
+    // The names of the page's keys only, in one lookup.
+    const keyIds = page.data.filter((e) => e.targetType === 'api_key').map((e) => e.targetId);
+    const keys = await findKeys(db, session.org.id, keyIds);
     const keyNames = new Map(keys.map((k) => [k.id, `${k.label} (${k.prefix})`]));
-    const entries = (await listAudit(db, session.org.id, { limit: 500 })).map((e) => auditRow(e, keyNames));
     return html(
       reply,
-      renderPage('audit', { title: 'Audit log', session, section: 'audit', org: session.org, entries }),
+      renderPage('audit', {
+        title: 'Audit log',
+        session,
+        section: 'audit',
+        org: session.org,
+        entries: page.data.map((e) => auditRow(e, keyNames)),
+        pageSize: PAGE_SIZE,
+        pager: pagerOf('/dashboard/audit', {}, page),
+      }),
     );
   });
 }

@@ -8,15 +8,25 @@ import {
   removeCampaign,
   resumeCampaign,
 } from '../campaigns/campaign.service.js';
-import { deliveriesOfCampaign } from '../campaigns/index.js';
+import {
+  type DeliveryStatus,
+  DELIVERY_STATUSES,
+  pageOfCampaignDeliveries,
+} from '../campaigns/index.js';
 import type { AppContext } from '../context.js';
-import { type ApiKey, createKey, listKeys, PERMISSION_LABELS, revokeKey } from '../keys/key.service.js';
+import { type ApiKey, createKey, PERMISSION_LABELS, revokeKey } from '../keys/key.service.js';
+import { listCampaignKeys } from '../keys/key-lists.service.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { createCampaignDialog } from './campaign-create.pages.js';
 import { campaignListPage, mayCreateCampaign, STATUS_WORDS, STATUSES, templateText } from './campaign-list.js';
 import { field, formatTime, html, isHtmx, type PageKit, redirectAfterPost } from './page-kit.js';
+import { PAGE_SIZE, pageRequestOf, pagerOf } from './pager.js';
+import { progressOf, STATUS_LABELS } from './progress.js';
 import type { Session } from './session.service.js';
 import { renderPage, renderPartial } from './views.js';
+
+const isStatus = (value: string | undefined): value is DeliveryStatus =>
+  (DELIVERY_STATUSES as readonly string[]).includes(value ?? '');
 
 /**
  * Campaigns (/dashboard/campaigns): the list, and a page per campaign with pause, resume and
@@ -34,32 +44,40 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
     const query = request.query as Record<string, string | undefined>;
     const dialog =
       query.create !== undefined && mayCreateCampaign(session) ? await createCampaignDialog(ctx, session) : undefined;
-    return html(reply, await campaignListPage(ctx, session, { removed: query.removed?.slice(0, 200), dialog }));
+    return html(reply, await campaignListPage(ctx, session, { query, removed: query.removed?.slice(0, 200), dialog }));
   });
 
   /** The campaign's own keys (they also appear in the API Keys panel, scoped `Campaign: <name>`). */
-  const campaignKeys = async (orgId: string, campaignId: string) =>
-    (await listKeys(db, orgId)).filter((k) => k.scope === 'campaign' && k.campaignId === campaignId);
+  const campaignKeys = (orgId: string, campaignId: string) => listCampaignKeys(db, orgId, campaignId);
   const findCampaignKey = async (orgId: string, campaignId: string, keyId: string) => {
     const key = (await campaignKeys(orgId, campaignId)).find((k) => k.id === keyId);
     if (!key) throw new AppError('NOT_FOUND', 'No such key for this campaign.');
     return key;
   };
 
-  const campaignPage = async (session: Session, campaignId: string, cursor?: string, dialog?: string) => {
+  const campaignPage = async (
+    session: Session,
+    campaignId: string,
+    query: Record<string, string | undefined>,
+    dialog?: string,
+  ) => {
     const campaign = await campaignWithCounts(db, session.org.id, campaignId);
+    const status = isStatus(query.status) ? query.status : undefined;
     const [deliveries, keys, agents] = await Promise.all([
-      // The most recent first.
-      deliveriesOfCampaign(
-        ctx,
-        session.org.id,
-        campaign.id,
-        { limit: 50, ...(cursor ? { cursor } : {}) },
-        { newestFirst: true },
-      ),
+      // The most recent first, of one status or all.
+      pageOfCampaignDeliveries(ctx, session.org.id, campaign.id, { ...pageRequestOf(query), status }),
       campaignKeys(session.org.id, campaign.id),
       agentNames(session.org.id),
     ]);
+    const keyRows = keys.map((k: ApiKey) => ({
+      id: k.id,
+      label: k.label,
+      prefix: k.prefix,
+      permissionsText: k.permissions.map((p) => PERMISSION_LABELS[p]).join(', '),
+      createdText: formatTime(k.createdAt),
+      lastUsedText: k.lastUsedAt === null ? 'Never' : formatTime(k.lastUsedAt),
+      revokedText: k.revokedAt === null ? '' : formatTime(k.revokedAt),
+    }));
     return renderPage(
       'campaign',
       {
@@ -72,30 +90,23 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
         campaign,
         agent: campaign.agentId ? (agents.get(campaign.agentId) ?? campaign.agentId) : 'none',
         template: templateText(campaign),
-        status: STATUS_WORDS[campaign.status],
         statuses: STATUSES,
-        counts: campaign.counts,
+        status: STATUS_WORDS[campaign.status],
+        filter: status,
+        filterLabel: status ? STATUS_LABELS[status] : undefined,
+        pageSize: PAGE_SIZE,
+        progress: progressOf(campaign.counts),
         deliveries: deliveries.data.map((d) => ({
           to: d.to,
-          status: d.status,
+          status: STATUS_LABELS[d.status],
           error: d.error ?? '—',
           created: formatTime(d.createdAt),
           sent: d.sentAt === null ? '—' : formatTime(d.sentAt),
           updated: formatTime(d.updatedAt),
         })),
-        next: deliveries.nextCursor
-          ? `${pagePath(campaign.id)}?cursor=${encodeURIComponent(deliveries.nextCursor)}`
-          : undefined,
-        keys: keys.map((k: ApiKey) => ({
-          id: k.id,
-          label: k.label,
-          prefix: k.prefix,
-          permissionsText: k.permissions.map((p) => PERMISSION_LABELS[p]).join(', '),
-          createdText: formatTime(k.createdAt),
-          lastUsedText: k.lastUsedAt === null ? 'Never' : formatTime(k.lastUsedAt),
-          revoked: k.revokedAt !== null,
-          stateText: k.revokedAt === null ? 'Active' : `Revoked ${formatTime(k.revokedAt)}`,
-        })),
+        pager: pagerOf(pagePath(campaign.id), { status }, deliveries),
+        keys: keyRows.filter((k) => k.revokedText === ''),
+        revokedKeys: keyRows.filter((k) => k.revokedText !== ''),
       },
       dialog,
     );
@@ -134,7 +145,7 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
     } else if (query.remove !== undefined && canManage(session)) {
       dialog = await removeDialog(session, campaignId, true);
     }
-    return html(reply, await campaignPage(session, campaignId, query.cursor, dialog));
+    return html(reply, await campaignPage(session, campaignId, query, dialog));
   });
 
   app.get('/dashboard/campaigns/:campaignId/remove', kit.signedIn, async (request, reply) => {
@@ -195,10 +206,10 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
       const message = err.message.charAt(0).toUpperCase() + err.message.slice(1);
       const dialog = keyDialog(session, campaign, label, !htmx, `${message}.`);
       // htmx swaps only successful answers by default, so the dialog with its explanation is a 200 there.
-      return htmx ? html(reply, dialog) : html(reply, await campaignPage(session, campaign.id, undefined, dialog), 400);
+      return htmx ? html(reply, dialog) : html(reply, await campaignPage(session, campaign.id, {}, dialog), 400);
     }
     const dialog = renderPartial('created-dialog', { ...created, open: !htmx, back: pagePath(campaign.id) });
-    return htmx ? html(reply, dialog) : html(reply, await campaignPage(session, campaign.id, undefined, dialog));
+    return htmx ? html(reply, dialog) : html(reply, await campaignPage(session, campaign.id, {}, dialog));
   });
   app.get('/dashboard/campaigns/:campaignId/keys/:keyId/revoke', kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);

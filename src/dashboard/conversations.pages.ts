@@ -1,12 +1,29 @@
 import type { FastifyInstance } from 'fastify';
 import { listAgents } from '../agents/agent.service.js';
 import type { AppContext } from '../context.js';
-import type { ConversationListQuery } from '../conversations/conversation.schemas.js';
-import { getConversation, listConversationMessages, listConversations } from '../conversations/conversation.service.js';
+import { getConversation, listConversationMessages } from '../conversations/conversation.service.js';
+import { pageOfConversationSummaries, type StartedBy } from '../conversations/conversation-list.service.js';
 import { getEndUser } from '../end-users/end-user.service.js';
 import { isAppError } from '../shared/errors.js';
 import { formatTime, html, type PageKit } from './page-kit.js';
+import { PAGE_SIZE, pageRequestOf, pagerOf } from './pager.js';
 import { renderPage } from './views.js';
+
+const startedByText = (by: StartedBy) =>
+  by.kind === 'trigger'
+    ? `Trigger: ${by.name}`
+    : by.kind === 'campaign'
+      ? `Campaign: ${by.name}`
+      : by.kind === 'customer'
+        ? 'Customer'
+        : 'Agent';
+
+/** A message's first words on one line, for the list (the thread shows it whole). */
+const PREVIEW = 80;
+function preview(text: string): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return [...line].length <= PREVIEW ? line : `${[...line].slice(0, PREVIEW - 1).join('')}…`;
+}
 
 /** Conversations (/dashboard/conversations): the list by agent and status, and a thread per conversation. */
 export function registerConversationPages(app: FastifyInstance, ctx: AppContext, kit: PageKit): void {
@@ -17,18 +34,9 @@ export function registerConversationPages(app: FastifyInstance, ctx: AppContext,
     const q = request.query as Record<string, string | undefined>;
     const agents = await listAgents(db, session.org.id);
     const names = new Map(agents.map((a) => [a.id, a.name]));
-    const query: ConversationListQuery = { limit: 50 };
-    if (q.agent) query.agent = q.agent;
-    if (q.status === 'open' || q.status === 'closed') query.status = q.status;
-    if (q.cursor) query.cursor = q.cursor;
-    const page = await listConversations(db, { orgId: session.org.id, agentId: null }, query);
-    const next = page.nextCursor
-      ? `/dashboard/conversations?${new URLSearchParams({
-          ...(query.agent ? { agent: query.agent } : {}),
-          ...(query.status ? { status: query.status } : {}),
-          cursor: page.nextCursor,
-        }).toString()}`
-      : undefined;
+    const agent = q.agent ? q.agent.slice(0, 200) : undefined;
+    const status = q.status === 'open' || q.status === 'closed' ? q.status : undefined;
+    const page = await pageOfConversationSummaries(db, session.org.id, { agentId: agent, status }, pageRequestOf(q));
     return html(
       reply,
       renderPage('conversations', {
@@ -36,17 +44,27 @@ export function registerConversationPages(app: FastifyInstance, ctx: AppContext,
         session,
         section: 'conversations',
         agents,
-        agent: query.agent,
-        status: query.status,
-        next,
+        agent,
+        status,
+        pageSize: PAGE_SIZE,
+        pager: pagerOf('/dashboard/conversations', { agent, status }, page),
         rows: page.data.map((c) => ({
           id: c.id,
           started: formatTime(c.startedAt),
           agent: names.get(c.agentId) ?? c.agentId,
-          endUserId: c.endUserId,
-          trigger: c.triggerId ?? '—',
+          endUser: c.endUser.name ?? c.endUser.phone ?? c.endUser.id,
+          // The number beside the name; alone it already names the person.
+          endUserPhone: c.endUser.name !== null ? c.endUser.phone : null,
+          startedBy: startedByText(c.startedBy),
+          campaignId: c.startedBy.kind === 'campaign' ? c.startedBy.campaignId : undefined,
           status: c.status === 'open' ? 'Open' : 'Closed',
-          last: formatTime(c.lastMessageAt),
+          last: c.lastMessage
+            ? {
+                who: c.lastMessage.direction === 'inbound' ? 'End user' : 'Agent',
+                text: preview(c.lastMessage.text),
+                at: formatTime(c.lastMessage.at),
+              }
+            : undefined,
         })),
       }),
     );

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { listEndUsers } from '../end-users/end-user.service.js';
+import { pageOfEndUsers } from '../end-users/end-user.service.js';
 import { isAppError } from '../shared/errors.js';
 import { formatTime, html, type PageKit } from './page-kit.js';
+import { PAGE_SIZE, pageRequestOf, pagerOf } from './pager.js';
 import { renderPage } from './views.js';
 
 /** End users (/dashboard/end-users): newest first, a page at a time, searched by name, email or phone. */
@@ -13,21 +14,14 @@ export function registerEndUserPages(app: FastifyInstance, ctx: AppContext, kit:
     const session = kit.sessionOf(request);
     const query = request.query as Record<string, string | undefined>;
     const q = (query.q ?? '').trim().slice(0, 200);
-    let page: Awaited<ReturnType<typeof listEndUsers>> = { data: [], nextCursor: null };
+    let page: Awaited<ReturnType<typeof pageOfEndUsers>> = { data: [], next: null, previous: null };
     let error: string | undefined;
     try {
-      page = await listEndUsers(db, session.org.id, {
-        limit: 50,
-        ...(q ? { q } : {}),
-        ...(query.cursor ? { cursor: query.cursor } : {}),
-      });
+      page = await pageOfEndUsers(db, session.org.id, q ? { q } : {}, pageRequestOf(query));
     } catch (err) {
       if (!isAppError(err) || err.code !== 'INVALID_BODY') throw err;
       error = err.message.replace(/^Invalid query parameter: /, '');
     }
-    const next = page.nextCursor
-      ? `/dashboard/end-users?${new URLSearchParams({ ...(q ? { q } : {}), cursor: page.nextCursor }).toString()}`
-      : undefined;
     return html(
       reply,
       renderPage(
@@ -39,7 +33,8 @@ export function registerEndUserPages(app: FastifyInstance, ctx: AppContext, kit:
           org: session.org,
           q,
           error,
-          next,
+          pageSize: PAGE_SIZE,
+          pager: pagerOf('/dashboard/end-users', { q }, page),
           rows: page.data.map((u) => ({
             id: u._id,
             name: u.name ?? '—',

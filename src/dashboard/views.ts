@@ -40,6 +40,7 @@ const VIEWS = [
   'remove-person-dialog',
   'invitation',
   'campaign-create-dialog',
+  'pager',
 ] as const;
 
 export type ViewName = (typeof VIEWS)[number];

@@ -1,7 +1,9 @@
 import type { Kysely } from 'kysely';
+import type { Seek } from '../db/keyset.js';
 import type { DB } from '../db/schema.js';
 import { decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { AppError } from '../shared/errors.js';
+import { type PageRequest, pageOf, seekOf, type TwoWayPage } from '../shared/page.js';
 import { nationalPhonePrefix, normalizePhone } from '../shared/phone.js';
 import { type EndUser, isOrigin, ORIGINS } from './end-user.model.js';
 import { findOrgCountry, type ListFilter, listEndUserRows, toEndUser } from './end-user.repository.js';
@@ -14,10 +16,10 @@ import { normalizeEmail, searchKey } from './normalize.js';
 
 const CURSOR_ID = /^eu_[0-9A-Za-z]{22}$/;
 
-function decodeListCursor(text: string): { createdAt: number; id: string } {
+function decodeListCursor(text: string): Seek {
   const position = decodeCursor(text, CURSOR_ID);
   if (!position) throw invalid('cursor', "Invalid query parameter: 'cursor' is not a cursor this API returned.");
-  return { createdAt: position.at, id: position.id };
+  return { ...position, backward: false };
 }
 
 export async function listEndUsers(
@@ -25,8 +27,34 @@ export async function listEndUsers(
   orgId: string,
   query: EndUserListQuery,
 ): Promise<{ data: EndUser[]; nextCursor: string | null }> {
-  if (query.origin !== undefined && !isOrigin(query.origin)) throw invalidOrigin();
   const limit = query.limit ?? 50;
+  const filter = await filterOf(db, orgId, query);
+  if (query.cursor !== undefined) filter.seek = decodeListCursor(query.cursor);
+  const rows = await listEndUserRows(db, orgId, filter, limit + 1);
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  return {
+    data: page.map(toEndUser),
+    nextCursor: rows.length > limit && last ? encodeCursor(Number(last.created_at), last.id) : null,
+  };
+}
+
+/** The dashboard's list: the API's filters, newest first, a page at a time both ways. */
+export async function pageOfEndUsers(
+  db: Kysely<DB>,
+  orgId: string,
+  query: Omit<EndUserListQuery, 'cursor' | 'limit'>,
+  request: PageRequest,
+): Promise<TwoWayPage<EndUser>> {
+  const filter = await filterOf(db, orgId, query);
+  const seek = seekOf(request, CURSOR_ID);
+  if (seek) filter.seek = seek;
+  const rows = await listEndUserRows(db, orgId, filter, request.limit + 1);
+  return pageOf(rows, request.limit, seek, (r) => ({ at: Number(r.created_at), id: r.id }), toEndUser);
+}
+
+async function filterOf(db: Kysely<DB>, orgId: string, query: EndUserListQuery): Promise<ListFilter> {
+  if (query.origin !== undefined && !isOrigin(query.origin)) throw invalidOrigin();
   const filter: ListFilter = {};
   if (query.origin !== undefined) filter.origin = query.origin;
   if (query.tag !== undefined) {
@@ -38,7 +66,6 @@ export async function listEndUsers(
     filter.tag = tag;
   }
   if (query.updatedSince !== undefined) filter.updatedSince = query.updatedSince;
-  if (query.cursor !== undefined) filter.after = decodeListCursor(query.cursor);
   if (query.email !== undefined) {
     const email = normalizeEmail(query.email);
     if (!email) throw invalid('email', "Invalid query parameter: 'email' is not a valid email address.");
@@ -53,13 +80,7 @@ export async function listEndUsers(
     }
     if (query.q !== undefined) filter.search = searchOf(query.q, country);
   }
-  const rows = await listEndUserRows(db, orgId, filter, limit + 1);
-  const page = rows.slice(0, limit);
-  const last = page[page.length - 1];
-  return {
-    data: page.map(toEndUser),
-    nextCursor: rows.length > limit && last ? encodeCursor(Number(last.created_at), last.id) : null,
-  };
+  return filter;
 }
 
 export const invalidOrigin = () =>

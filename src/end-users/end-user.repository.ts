@@ -1,4 +1,5 @@
 import { type ExpressionBuilder, type Kysely, sql, type Transaction } from 'kysely';
+import { type Seek, seekPage } from '../db/keyset.js';
 import { isPostgres } from '../db/precompiled.js';
 import type { DB } from '../db/schema.js';
 import type { EndUser } from './end-user.model.js';
@@ -207,7 +208,8 @@ export interface ListFilter {
   /** `q`: records whose name key, email or phone starts with one of these prefixes (ORed). */
   search?: { name: string; email: string; phones: readonly string[] };
   updatedSince?: number;
-  after?: { createdAt: number; id: string };
+  /** Where the page starts (or, backward, ends) on (created_at, id), newest first. */
+  seek?: Seek;
 }
 
 type PrefixColumn = 'name_search' | 'email' | 'phone';
@@ -268,7 +270,7 @@ export async function listEndUserRows(
   if (filter.email !== undefined) query = query.where('email', '=', filter.email);
   if (filter.phone !== undefined) query = query.where('phone', '=', filter.phone);
   if (filter.updatedSince !== undefined) query = query.where('updated_at', '>=', filter.updatedSince);
-  const { tag, search, after } = filter;
+  const { tag, search, seek } = filter;
   if (tag !== undefined) {
     query = query.where('id', 'in', (eb) =>
       eb.selectFrom('end_user_tags').select('end_user_id').where('org_id', '=', orgId).where('tag', '=', tag),
@@ -285,11 +287,5 @@ export async function listEndUserRows(
     const broad = !isPostgres(db) && (await countPrefixMatches(db, orgId, search, NARROW_PREFIX + 1)) > NARROW_PREFIX;
     query = query.where((eb) => prefixCondition(eb, search, broad));
   }
-  if (after) {
-    // created_at <= c narrows the index range; the OR breaks ties on id.
-    query = query
-      .where('created_at', '<=', after.createdAt)
-      .where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb('id', '<', after.id)]));
-  }
-  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return seekPage(query, { at: 'created_at', id: 'id' }, { newestFirst: true, seek, limit }).execute();
 }

@@ -38,7 +38,7 @@ import { isRefusedWrite, withWriteRetry } from './write-retry.js';
 // The end-user verbs: one record created, read, changed, deleted; listing, batches and the inbound
 // hook are in files of their own, and answered from here.
 export { type BatchResult, createEndUsers } from './end-user-batch.js';
-export { invalidOrigin, listEndUsers } from './end-user-list.js';
+export { invalidOrigin, listEndUsers, pageOfEndUsers } from './end-user-list.js';
 export { recordInboundEndUser } from './inbound-end-user.js';
 
 /** Which field of `row` an existing record already holds, and that record's ID. */

@@ -8,7 +8,7 @@ import { getOrganization } from '../orgs/org.service.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { findKeyRow, insertKey, listKeyRows, setKeyRevoked } from './key.repository.js';
+import { findKeyRow, findKeyRows, insertKey, listKeyRows, setKeyRevoked } from './key.repository.js';
 import { generateKey } from './key-format.js';
 import {
   isPermission,
@@ -147,6 +147,11 @@ export async function createKey(
     }
   });
   return { apiKey: toApiKey(row), key: generated.key };
+}
+
+/** The keys of the organization among `keyIds` (others, and unknown IDs, are left out). */
+export async function findKeys(db: Kysely<DB>, orgId: string, keyIds: readonly string[]): Promise<ApiKey[]> {
+  return (await findKeyRows(db, orgId, [...new Set(keyIds)])).map(toApiKey);
 }
 
 export async function listKeys(db: Kysely<DB>, orgId: string): Promise<ApiKey[]> {

@@ -109,7 +109,14 @@ describe.each(DIALECTS)('dashboard campaigns and end users (%s)', (dialect) => {
     expect(revoked.statusCode).toBe(303);
     expect(revoked.headers.location).toBe(base);
     expect((await postRecipients(t, tenant.campaign.id, auth, [{ to: phones(1)[0] }])).statusCode).toBe(401);
-    expect((await admin.get(base)).body).toMatch(/<td>Revoked [^<]+UTC<\/td>/);
+    // Now in the revoked section (collapsed), with its revocation time; no longer among the active keys.
+    const afterRevoke = (await admin.get(base)).body;
+    const revokedSection = afterRevoke.slice(afterRevoke.indexOf('<details class="revoked-keys">'));
+    expect(revokedSection).toContain('<summary>Revoked keys (1)</summary>');
+    expect(revokedSection).toMatch(
+      new RegExp(`data-key-id="${stored?.id}">.*<td class="when">\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC</td></tr>`),
+    );
+    expect(afterRevoke).not.toContain(`aria-label="Revoke Ads platform"`);
     // Another organization's key cannot be revoked through this campaign.
     const outsiderKey = (await makeCampaignTenant(ctx)).campaignKey;
     expect((await admin.post(`${base}/keys/${outsiderKey.id}/revoke`, { _csrf: admin.csrf })).statusCode).toBe(404);
@@ -243,11 +250,11 @@ describe.each(DIALECTS)('dashboard campaigns and end users (%s)', (dialect) => {
     expect(first.body).toContain('<a href="/dashboard/end-users" aria-current="page">End users</a>');
     const ids = (body: string) => [...body.matchAll(/data-end-user-id="([^"]+)"/g)].map((m) => m[1]);
     expect(ids(first.body)).toHaveLength(50);
-    const next = /<a href="([^"]+)">Next page<\/a>/.exec(first.body)?.[1]?.replaceAll('&amp;', '&') ?? '';
+    const next = /<a href="([^"]+)" rel="next">Next<\/a>/.exec(first.body)?.[1]?.replaceAll('&amp;', '&') ?? '';
     expect(next).toMatch(/^\/dashboard\/end-users\?cursor=/);
     const second = await member.get(next);
     expect(ids(second.body)).toHaveLength(2);
-    expect(second.body).not.toContain('Next page');
+    expect(second.body).not.toContain('rel="next"');
     const both = first.body + second.body;
     expect(new Set([...ids(first.body), ...ids(second.body)]).size).toBe(52);
     expect(both).toContain(

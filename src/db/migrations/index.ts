@@ -16,6 +16,7 @@ import { senderEpoch } from './0014-sender-epoch.js';
 import { statusHistory } from './0015-status-history.js';
 import { oneDeadLetterStore } from './0016-one-dead-letter-store.js';
 import { invitations } from './0018-invitations.js';
+import { listIndexes } from './0019-list-indexes.js';
 
 /**
  * Every migration, in order. Names sort lexically; add new ones at the end with the next number.
@@ -39,6 +40,7 @@ export const migrations: Record<string, Migration> = {
   '0015-status-history': statusHistory,
   '0016-one-dead-letter-store': oneDeadLetterStore,
   '0018-invitations': invitations,
+  '0019-list-indexes': listIndexes,
 };
 
 export const migrationProvider: MigrationProvider = {
