@@ -73,8 +73,9 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('an agent’s hook in a browser at 390
       for (const element of [copy, secret, created.getByText('Close', { exact: true })]) {
         const box = await element.boundingBox();
         expect(box).not.toBeNull();
-        const span = [Math.round(box?.x ?? -1), Math.round((box?.x ?? 0) + (box?.width ?? 0))];
-        expect(span[0] >= 0 && (span[1] ?? 0) <= 390, `left and right edges ${span.join(', ')}`).toBe(true);
+        const left = Math.round(box?.x ?? -1);
+        const right = Math.round((box?.x ?? 0) + (box?.width ?? 0));
+        expect(left >= 0 && right <= 390, `left and right edges ${left}, ${right}`).toBe(true);
       }
       await copy.tap();
       await created.getByText('Copied.').waitFor();
