@@ -679,6 +679,11 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
             ),
           );
         expect(heights.length).toBe(8);
+        // The API reference carries Parley's name and mark (a screenshot to look at).
+        await page.goto(`${base}/api/docs`);
+        await page.locator('.topbar img[src^="data:image/svg+xml"]').waitFor();
+        expect(await page.title()).toBe('Parley API reference');
+        await page.screenshot({ path: join(SHOTS, 'desktop-api-reference.png'), caret: 'initial', scale: 'css' });
         expect(Math.max(...heights)).toBeLessThan(1.6 * Math.min(...heights));
       }
       expect(errors, size).toEqual([]);
