@@ -13,7 +13,6 @@ import {
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, parseList } from '../run.js';
-import { createAgentWithNumber } from './numbers.js';
 
 export function registerPlatformCommands(program: Command): void {
   dbOptions(program.command('migrate').description('bring the region database up to date')).action(
@@ -111,7 +110,12 @@ export function registerPlatformCommands(program: Command): void {
           const { database, clock } = admin;
           // With --number: the agent and its number in one transaction (nothing stored on refusal).
           const { agent: created, number } = flags.number
-            ? await createAgentWithNumber(admin, { orgId: flags.org, name: flags.name, phone: flags.number })
+            ? // Loaded only here: the numbers commands import the webhook processing, which no other command here needs.
+              await (await import('./numbers.js')).createAgentWithNumber(admin, {
+                orgId: flags.org,
+                name: flags.name,
+                phone: flags.number,
+              })
             : {
                 agent: await createAgent(database.db, clock, { orgId: flags.org, name: flags.name }),
                 number: undefined,
