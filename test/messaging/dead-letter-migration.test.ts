@@ -50,7 +50,10 @@ describe.each(DIALECTS)('one dead-letter store: migration 0016 (%s)', (dialect) 
   it('moves failed bodies to the dead letters (kept as they were, replayable), unrouted and live ones to their homes', async () => {
     const down = await migrator.migrateTo('0015-status-history');
     expect(down.error).toBeUndefined();
-    expect(down.results?.map((r) => [r.migrationName, r.direction])).toEqual([['0016-one-dead-letter-store', 'Down']]);
+    expect(down.results?.map((r) => [r.migrationName, r.direction]).at(-1)).toEqual([
+      '0016-one-dead-letter-store',
+      'Down',
+    ]);
 
     const from = randomPhone();
     const failedId = `wamid.migrated${Date.now()}`;
@@ -105,7 +108,7 @@ describe.each(DIALECTS)('one dead-letter store: migration 0016 (%s)', (dialect) 
 
     const up = await migrator.migrateToLatest();
     expect(up.error).toBeUndefined();
-    expect(up.results?.map((r) => r.migrationName)).toEqual(['0016-one-dead-letter-store']);
+    expect(up.results?.map((r) => r.migrationName)[0]).toBe('0016-one-dead-letter-store');
     const tables = (await t.ctx.db.introspection.getTables()).filter((x) => x.schema === schema);
     expect(tables.map((x) => x.name)).toContain('webhook_unrouted');
     expect(tables.map((x) => x.name)).not.toContain('webhook_inbox');

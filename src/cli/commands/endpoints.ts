@@ -10,6 +10,7 @@ import {
   replayDelivery,
   rotateEndpointSecret,
 } from '../../events/endpoint.service.js';
+import { secretBoxOf } from '../../numbers/index.js';
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions } from '../run.js';
@@ -23,13 +24,17 @@ export function registerEndpointCommands(program: Command): void {
 
   dbOptions(endpoint.command('create').description('register an endpoint; its signing secret is shown this once'))
     .requiredOption('--org <id>', 'organization ID')
-    .requiredOption('--url <url>', 'http(s) address that receives the events')
+    .requiredOption(
+      '--url <url>',
+      'https:// address that receives the events (http:// only with PARLEY_WEBHOOK_ALLOW_PRIVATE)',
+    )
     .option('--agent <id>', "only this agent's events (the agent's hook)")
     .option('--events <list>', 'comma-separated event types (default: all)')
     .action(
       action(async (flags: Flags & { url: string; agent?: string; events?: string }) => {
-        await withAdmin(flags, async ({ database, clock }) => {
-          const created = await createEndpoint(database.db, clock, {
+        await withAdmin(flags, async ({ config, database, clock }) => {
+          const deps = { db: database.db, clock, messaging: { secrets: secretBoxOf(config) }, config };
+          const created = await createEndpoint(deps, {
             orgId: flags.org ?? '',
             url: flags.url,
             actor: CLI_ACTOR,
@@ -101,10 +106,11 @@ export function registerEndpointCommands(program: Command): void {
     .option('--org <id>', 'organization ID (checked when given)')
     .action(
       action(async (flags: Flags) => {
-        await withAdmin(flags, async ({ database, clock }) => {
+        await withAdmin(flags, async ({ config, database, clock }) => {
           const id = flags.id ?? '';
           const org = flags.org ?? (await orgOf(database.db, { endpointId: id }));
-          const rotated = await rotateEndpointSecret(database.db, clock, org, id);
+          const deps = { db: database.db, clock, messaging: { secrets: secretBoxOf(config) } };
+          const rotated = await rotateEndpointSecret(deps, org, id);
           if (flags.json) printJson(rotated);
           else {
             print(`new signing secret of ${id}: ${rotated.secret}`);
