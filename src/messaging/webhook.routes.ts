@@ -142,7 +142,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
           ),
           ...errorResponses('coded', [400, 413]),
           401: Type.Ref(CodedError, {
-            description: 'Missing or invalid X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the app secret).',
+            description:
+              'UNAUTHORIZED: missing or invalid X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the app secret).',
           }),
         },
       },
