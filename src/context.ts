@@ -11,6 +11,7 @@ import { EventDeliverer } from './events/deliver-event.task.js';
 import type { JobRunner } from './jobs/job-runner.js';
 import { createJobRunner } from './jobs/jobs.js';
 import { createMessaging, type Messaging } from './messaging/messaging.js';
+import { secretBoxOf } from './numbers/index.js';
 import { Metrics } from './ops/metrics.js';
 import { createSendRateLimiter, type SendRateLimiter } from './rate-limit/send-rate-limiter.js';
 import { AfterAnswer } from './shared/after-answer.js';
@@ -76,7 +77,7 @@ export async function createContext(
     logger,
     ...(options.backgroundCheckpoints ? { backgroundCheckpoints: true } : {}),
   });
-  if (options.migrate !== false) await migrateToLatest(database.db);
+  if (options.migrate !== false) await migrateToLatest(database.db, { secrets: () => secretBoxOf(config) });
   const lastUsed = new LastUsedTracker(database.db, config.lastUsedFlushMs, (err) =>
     logger.error({ err }, 'could not record key last-used times'),
   );
@@ -107,7 +108,13 @@ export async function createContext(
   );
   metrics?.watchJobs(jobs);
   const messaging = await createMessaging(config, region.region, database, clock, logger, jobs, metrics);
-  const eventDeliverer = new EventDeliverer({ db: database.db, clock, logger, config: config.events });
+  const eventDeliverer = new EventDeliverer({
+    db: database.db,
+    clock,
+    logger,
+    config: config.events,
+    secrets: messaging.secrets,
+  });
   eventDeliverer.define(jobs);
   const numberPacer = await createNumberPacer({
     mps: config.campaigns.numberMps,

@@ -1,5 +1,6 @@
 import { type Config, type ConfigFlags, loadConfig, type RegionConfig } from '../config.js';
 import { type Database, migrateToLatest, openDatabase } from '../db/database.js';
+import { secretBoxOf } from '../numbers/index.js';
 import { type Clock, systemClock } from '../shared/clock.js';
 
 /** What an admin command works on: the same database the server of that region uses. */
@@ -33,7 +34,7 @@ export async function withAdmin<T>(
   if (!region) throw new Error('no region configured');
   const database = await openDatabase(region.database, { poolSize: 2 });
   try {
-    if (options.migrate !== false) await migrateToLatest(database.db);
+    if (options.migrate !== false) await migrateToLatest(database.db, { secrets: () => secretBoxOf(config) });
     return await fn({ config, region, database, clock: systemClock });
   } finally {
     await database.close();

@@ -56,6 +56,8 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     trustProxy: fromEnv(env, 'PARLEY_TRUST_PROXY'),
     dashboard: Object.freeze({
       sessionIdleMs: fromEnv(env, 'PARLEY_DASHBOARD_SESSION_IDLE_MINUTES') * 60_000,
+      sessionMaxMs: fromEnv(env, 'PARLEY_DASHBOARD_SESSION_MAX_HOURS') * 3_600_000,
+      passwordCost: fromEnv(env, 'PARLEY_PASSWORD_HASH_COST'),
       signInLimit: Object.freeze({
         perEmail: fromEnv(env, 'PARLEY_SIGNIN_LIMIT_EMAIL'),
         perAddress: fromEnv(env, 'PARLEY_SIGNIN_LIMIT_ADDRESS'),

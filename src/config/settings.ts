@@ -13,6 +13,7 @@ import {
   apiVersion,
   atLeast,
   atMost,
+  between,
   boolean,
   logLevel,
   milliseconds,
@@ -343,6 +344,16 @@ const dashboard = {
     type: positiveInt,
     default: 60,
     doc: 'a dashboard session unused this long ends',
+  },
+  PARLEY_DASHBOARD_SESSION_MAX_HOURS: {
+    type: positiveInt,
+    default: 12,
+    doc: 'a dashboard session ends this long after sign-in, however busy',
+  },
+  PARLEY_PASSWORD_HASH_COST: {
+    type: between(10, 20),
+    default: 17,
+    doc: 'scrypt cost of dashboard password hashes, as a power of two (17: N = 131072, 128 MiB and ~0.2 s a hash); older hashes are raised at the next sign-in; lower it only for tests',
   },
   PARLEY_SIGNIN_LIMIT_EMAIL: {
     type: positiveInt,

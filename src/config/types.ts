@@ -65,6 +65,10 @@ export interface Config {
 export interface DashboardConfig {
   /** A session unused this long ends (PARLEY_DASHBOARD_SESSION_IDLE_MINUTES, default 60). */
   readonly sessionIdleMs: number;
+  /** A session ends this long after sign-in, used or not (PARLEY_DASHBOARD_SESSION_MAX_HOURS, default 12). */
+  readonly sessionMaxMs: number;
+  /** scrypt cost of password hashes, log2 of N (PARLEY_PASSWORD_HASH_COST, default 17). */
+  readonly passwordCost: number;
   /** Failed sign-ins per email address, and per client address, within 15 minutes before refusing. */
   readonly signInLimit: { readonly perEmail: number; readonly perAddress: number; readonly windowMs: number };
   /** Billing page the Upgrade button opens; unset: an owner switches to the paid plan after confirming. */

@@ -70,6 +70,19 @@ export function atMost(max: number, inWords: string): ValueKind<number> {
   };
 }
 
+/** An integer from `min` to `max`. */
+export function between(min: number, max: number): ValueKind<number> {
+  return {
+    parse(name, raw) {
+      const n = Number(raw);
+      if (!Number.isInteger(n) || n < min || n > max) {
+        throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+      }
+      return n;
+    },
+  };
+}
+
 /** A positive integer, or `0` meaning none. */
 export const zeroOrPositiveInt: ValueKind<number> = { unset: (raw) => raw === '' || raw === '0', parse: positive };
 

@@ -85,7 +85,7 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   /** Every page but sign-in: a live session, and for a change the session's CSRF token. */
   const requireSession = async (request: FastifyRequest, reply: FastifyReply) => {
     const token = cookies(request)[SESSION_COOKIE];
-    const session = await sessionOf(db, clock, config.sessionIdleMs, token);
+    const session = await sessionOf(db, clock, config, token);
     if (!session) {
       if (token) setCookie(request, reply, SESSION_COOKIE, '', { path: '/dashboard', maxAge: 0 });
       const to = `/dashboard/login${token ? '?ended=1' : ''}`;

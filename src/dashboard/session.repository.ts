@@ -81,8 +81,17 @@ export async function findUserByEmail(db: Kysely<DB>, email: string): Promise<Us
 }
 
 /** Removes the person's sessions last seen before `before`. */
-export async function deleteIdleSessions(db: Kysely<DB>, userId: string, before: number): Promise<void> {
-  await db.deleteFrom('dashboard_sessions').where('user_id', '=', userId).where('last_seen_at', '<', before).execute();
+/** A person's sessions unused since `seenBefore` or opened before `createdBefore`. */
+export async function deleteIdleSessions(
+  db: Kysely<DB>,
+  userId: string,
+  before: { seenBefore: number; createdBefore: number },
+): Promise<void> {
+  await db
+    .deleteFrom('dashboard_sessions')
+    .where('user_id', '=', userId)
+    .where((eb) => eb.or([eb('last_seen_at', '<', before.seenBefore), eb('created_at', '<', before.createdBefore)]))
+    .execute();
 }
 
 export async function insertSession(
@@ -105,12 +114,12 @@ export async function insertSession(
 export async function findSessionWithUser(
   db: Kysely<DB>,
   tokenHash: string,
-): Promise<(UserTable & { last_seen_at: number; session_org_id: string }) | undefined> {
+): Promise<(UserTable & { last_seen_at: number; session_org_id: string; session_created_at: number }) | undefined> {
   return db
     .selectFrom('dashboard_sessions as s')
     .innerJoin('users as u', 'u.id', 's.user_id')
     .selectAll('u')
-    .select(['s.last_seen_at', 's.org_id as session_org_id'])
+    .select(['s.last_seen_at', 's.org_id as session_org_id', 's.created_at as session_created_at'])
     .where('s.token_hash', '=', tokenHash)
     .executeTakeFirst();
 }

@@ -6,7 +6,7 @@ import { getOrganization, type Organization } from '../orgs/org.service.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { Semaphore } from '../shared/semaphore.js';
-import { decoyHash, verifyPassword } from './password.js';
+import { decoyHash, hashPassword, needsRehash, verifyPassword } from './password.js';
 import {
   claimSignInAttempt,
   clearSignInFailures,
@@ -18,7 +18,7 @@ import {
   insertSession,
   touchSession,
 } from './session.repository.js';
-import { setLastSignIn } from './user.repository.js';
+import { setLastSignIn, setPasswordHash } from './user.repository.js';
 import { toUser, type User } from './user.service.js';
 
 /** The one answer to a wrong email and to a wrong password alike. */
@@ -77,13 +77,22 @@ export async function signIn(
   const row = email ? await findUserByEmail(db, email) : undefined;
   // An unknown email costs the same hash as a known one; at most a few hashes run at once.
   const ok = await passwordChecks.run(async () =>
-    verifyPassword(input.password, row?.password_hash ?? (await decoyHash())),
+    verifyPassword(input.password, row?.password_hash ?? (await decoyHash(config.passwordCost))),
   );
   if (!row || !ok) throw new AppError('UNAUTHORIZED', SIGN_IN_REFUSED);
+  // A hash made at an older (lower) cost is remade at today's, now that the password is at hand.
+  if (needsRehash(row.password_hash, config.passwordCost)) {
+    const raised = await passwordChecks.run(() => hashPassword(input.password, config.passwordCost));
+    await setPasswordHash(db, row.id, raised, now);
+  }
   await clearSignInFailures(db, emailSubject);
   await forgetSignInAttempt(db, addressSubject, now);
-  // This person's sessions left idle too long (closed browsers, never signed out) go now.
-  await deleteIdleSessions(db, row.id, now - config.sessionIdleMs);
+  // This person's sessions left idle too long (closed browsers, never signed out), or past their
+  // maximum age, go now.
+  await deleteIdleSessions(db, row.id, {
+    seenBefore: now - config.sessionIdleMs,
+    createdBefore: now - config.sessionMaxMs,
+  });
   return openSession(db, clock, toUser(row));
 }
 
@@ -101,19 +110,23 @@ export async function openSession(
   return { token, session: { user, org, csrfToken: csrfTokenOf(token) } };
 }
 
-/** The live session of a token, or undefined (unknown, ended, or idle too long: then removed). */
+/**
+ * The live session of a token, or undefined (unknown, ended, idle too long or past its maximum age
+ * since sign-in: then removed).
+ */
 export async function sessionOf(
   db: Kysely<DB>,
   clock: Clock,
-  idleMs: number,
+  ages: Pick<DashboardConfig, 'sessionIdleMs' | 'sessionMaxMs'>,
   token: string | undefined,
 ): Promise<Session | undefined> {
+  const idleMs = ages.sessionIdleMs;
   if (!token || token.length > 100) return undefined;
   const tokenHash = sha256(token);
   const row = await findSessionWithUser(db, tokenHash);
   if (!row || row.session_org_id !== row.org_id) return undefined;
   const now = clock.now();
-  if (now - row.last_seen_at > idleMs) {
+  if (now - row.last_seen_at > idleMs || now - row.session_created_at > ages.sessionMaxMs) {
     await deleteSession(db, tokenHash);
     return undefined;
   }
@@ -122,7 +135,7 @@ export async function sessionOf(
     await touchSession(db, tokenHash, now);
   }
   const org = await getOrganization(db, row.org_id);
-  const { last_seen_at: _seen, session_org_id: _org, ...user } = row;
+  const { last_seen_at: _seen, session_org_id: _org, session_created_at: _created, ...user } = row;
   return { user: toUser(user), org, csrfToken: csrfTokenOf(token) };
 }
 

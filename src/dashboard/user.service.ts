@@ -62,11 +62,13 @@ export async function createUser(
   db: Kysely<DB>,
   clock: Clock,
   input: { orgId: string; email: string; role: string; password: string; actor: string },
+  /** The scrypt cost (config.dashboard.passwordCost); the default's otherwise. */
+  passwordCost?: number,
 ): Promise<User> {
   const org = await getOrganization(db, input.orgId);
   const email = normalizeEmail(input.email);
   const role = checkRole(input.role);
-  const passwordHash = await hashPassword(checkPassword(input.password));
+  const passwordHash = await hashPassword(checkPassword(input.password), passwordCost);
   const now = clock.now();
   const row: UserTable = {
     id: newId('usr'),
@@ -146,9 +148,10 @@ export async function setUserPassword(
   ref: UserRef,
   password: string,
   actor: string,
+  passwordCost?: number,
 ): Promise<User> {
   const row = await findUser(db, orgId, ref);
-  const passwordHash = await hashPassword(checkPassword(password));
+  const passwordHash = await hashPassword(checkPassword(password), passwordCost);
   const now = clock.now();
   await inTransaction(db, async (trx) => {
     await setPasswordHash(trx, row.id, passwordHash, now);

@@ -24,7 +24,7 @@ import { ConfigError, type DatabaseConfig } from '../config.js';
 import { ensurePrivateDir, ensurePrivateFile, SQLITE_COMPANIONS } from '../shared/private-files.js';
 import { transactionCommitted, transactionRolledBack } from './after-commit.js';
 import { startCheckpointer, WAL_SIZE_LIMIT } from './checkpointer.js';
-import { migrationProvider } from './migrations/index.js';
+import { type MigrationDeps, migrationProviderWith } from './migrations/index.js';
 import { isPostgres, usePgStatements, useSqliteStatements } from './precompiled.js';
 import type { DB } from './schema.js';
 import { OwnSchemaIntrospector } from './schema-introspector.js';
@@ -333,15 +333,15 @@ export async function withStartupLock<T>(db: Kysely<DB>, fn: () => Promise<T>): 
 }
 
 /** Brings the schema up to date; nodes starting at once take turns (the first migrates). */
-export async function migrateToLatest(db: Kysely<DB>): Promise<string[]> {
-  return withStartupLock(db, () => migrateUnlocked(db));
+export async function migrateToLatest(db: Kysely<DB>, deps: MigrationDeps = {}): Promise<string[]> {
+  return withStartupLock(db, () => migrateUnlocked(db, deps));
 }
 
-async function migrateUnlocked(db: Kysely<DB>): Promise<string[]> {
+async function migrateUnlocked(db: Kysely<DB>, deps: MigrationDeps): Promise<string[]> {
   const schema = await currentPostgresSchema(db);
   const migrator = new Migrator({
     db,
-    provider: migrationProvider,
+    provider: migrationProviderWith(deps),
     ...(schema ? { migrationTableSchema: schema } : {}),
   });
   const { error, results } = await migrator.migrateToLatest();

@@ -35,6 +35,55 @@ export function isPrivateAddress(address: string): boolean {
   return ip.kind() === 'ipv6' && !(ip as ipaddr.IPv6).match(GLOBAL_UNICAST_V6);
 }
 
+/** Where the server refuses an endpoint address: when it is created, or when a delivery connects. */
+export interface EndpointAddressProblem {
+  readonly refusedAt: 'create' | 'delivery';
+  /** A sentence for the person who gave the address. */
+  readonly message: string;
+}
+
+const MAX_URL = 2048;
+
+/**
+ * The one rule for event endpoint addresses, used where an endpoint is created (which refuses the
+ * `create` problems) and wherever a warning says the server will refuse an address: a URL, `https://`
+ * (`http://` only with PARLEY_WEBHOOK_ALLOW_PRIVATE, for local receivers), no user name or password,
+ * at most 2048 characters; and, unless private addresses are allowed, a literal IP address that is
+ * not global unicast is refused at each delivery (a name is judged on what it resolves to then).
+ */
+export function endpointAddressProblem(
+  raw: string,
+  options: { readonly allowPrivate: boolean },
+): EndpointAddressProblem | undefined {
+  const refuse = (message: string): EndpointAddressProblem => ({ refusedAt: 'create', message });
+  const shown = raw.length > 200 ? `${raw.slice(0, 200)}…` : raw;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return refuse(`'${shown}' is not a URL; give an https:// address.`);
+  }
+  if (url.protocol === 'http:' && !options.allowPrivate) {
+    return refuse(
+      'An endpoint URL must be https://: events carry conversations and are signed, so they are not sent in ' +
+        'clear (http:// is allowed only with PARLEY_WEBHOOK_ALLOW_PRIVATE=true, for local receivers).',
+    );
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    return refuse(`An endpoint URL must be http:// or https://, not ${url.protocol.slice(0, 20)}`);
+  }
+  if (url.username || url.password) return refuse('An endpoint URL must not carry a user name or password.');
+  if (raw.length > MAX_URL) return refuse(`An endpoint URL must be at most ${MAX_URL} characters.`);
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (!options.allowPrivate && isIP(host) !== 0 && isPrivateAddress(host)) {
+    return {
+      refusedAt: 'delivery',
+      message: `${host} is a private, loopback or link-local address: deliveries to it will be refused (set PARLEY_WEBHOOK_ALLOW_PRIVATE=true to allow).`,
+    };
+  }
+  return undefined;
+}
+
 /** The switch that lets endpoints reach private addresses, as an operator sets it. */
 export const ALLOW_PRIVATE_SETTING = 'PARLEY_WEBHOOK_ALLOW_PRIVATE=true';
 

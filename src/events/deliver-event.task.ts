@@ -32,6 +32,8 @@ export interface EventDelivererOptions {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly config: EventsConfig;
+  /** Opens the endpoints' sealed signing secrets. */
+  readonly secrets: { open(sealed: string): string };
 }
 
 /**
@@ -83,9 +85,10 @@ export class EventDeliverer {
       return;
     }
     const now = clock.now();
-    const secrets = [row.secret];
+    const box = this.options.secrets;
+    const secrets = [box.open(row.secret)];
     if (row.previous_secret && row.previous_secret_until !== null && Number(row.previous_secret_until) > now) {
-      secrets.push(row.previous_secret);
+      secrets.push(box.open(row.previous_secret));
     }
     let status: number | undefined;
     let error: string | undefined;

@@ -7,6 +7,7 @@ import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import { endpointAddressProblem } from './address-guard.js';
 import {
   deleteDeliveriesOfEndpoint,
   findDeliveryOrg,
@@ -87,20 +88,14 @@ export const toDelivery = (row: EventDeliveryTable): EventDelivery => ({
 /** A new signing secret: `whsec_` and 32 random bytes in base64, as Standard Webhooks libraries expect. */
 export const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
 
-/** An http(s) URL without credentials; where it points is checked at each delivery. */
-export function checkEndpointUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw invalid(`'${clip(raw, 200)}' is not a URL; give an http:// or https:// address.`);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw invalid(`An endpoint URL must be http:// or https://, not ${clip(url.protocol, 20)}`);
-  }
-  if (url.username || url.password) throw invalid('An endpoint URL must not carry a user name or password.');
-  if (raw.length > 2048) throw invalid('An endpoint URL must be at most 2048 characters.');
-  return url.toString();
+/**
+ * The URL as stored, or the 400 of an address refused at creation (the one rule:
+ * `endpointAddressProblem`); where a name points is checked at each delivery.
+ */
+export function checkEndpointUrl(raw: string, options: { readonly allowPrivate: boolean }): string {
+  const problem = endpointAddressProblem(raw, options);
+  if (problem?.refusedAt === 'create') throw invalid(problem.message);
+  return new URL(raw).toString();
 }
 
 /** `a,b` or `*` (all); every name must be an event type. */
@@ -116,30 +111,40 @@ export function parseEvents(raw: string | undefined): string {
   return names.join(',');
 }
 
+/** What creating an endpoint or rotating its secret uses: an AppContext, or what the CLI builds. */
+export interface EndpointDeps {
+  readonly db: Kysely<DB>;
+  readonly clock: Clock;
+  /** Seals signing secrets at rest (the region's secret box). */
+  readonly messaging: { readonly secrets: { seal(plain: string): string } };
+  readonly config: { readonly events: { readonly allowPrivate: boolean } };
+}
+
 export async function createEndpoint(
-  db: Kysely<DB>,
-  clock: Clock,
+  deps: EndpointDeps,
   input: { orgId: string; url: string; agentId?: string; events?: string; actor?: string },
 ): Promise<EventEndpoint & { secret: string }> {
-  const url = checkEndpointUrl(input.url);
+  const { db } = deps;
+  const url = checkEndpointUrl(input.url, deps.config.events);
   const events = parseEvents(input.events);
   if (input.agentId !== undefined) {
     const agent = await findAgentIdInOrg(db, input.orgId, input.agentId);
     if (!agent) throw new AppError('NOT_FOUND', `No agent '${clip(input.agentId, 64)}' in this organization.`);
   }
+  const secret = newSecret();
   const row: EventEndpointTable = {
     id: newId('ep'),
     org_id: input.orgId,
     agent_id: input.agentId ?? null,
     url,
     events,
-    secret: newSecret(),
+    secret: deps.messaging.secrets.seal(secret),
     previous_secret: null,
     previous_secret_until: null,
     disabled_at: null,
     disabled_reason: null,
     failing_since: null,
-    created_at: clock.now(),
+    created_at: deps.clock.now(),
   };
   const actor = input.actor;
   await inTransaction(db, async (trx) => {
@@ -156,7 +161,7 @@ export async function createEndpoint(
       });
     }
   });
-  return { ...toEndpoint(row), secret: row.secret };
+  return { ...toEndpoint(row), secret };
 }
 
 export async function listEndpoints(db: Kysely<DB>, orgId: string): Promise<EventEndpoint[]> {
@@ -197,15 +202,16 @@ export async function deleteEndpoint(
 
 /** A new secret; the old one keeps signing for 24 hours beside it. Re-enables nothing. */
 export async function rotateEndpointSecret(
-  db: Kysely<DB>,
-  clock: Clock,
+  deps: Omit<EndpointDeps, 'config'>,
   orgId: string,
   id: string,
 ): Promise<{ id: string; secret: string; previousSecretValidUntil: number }> {
+  const { db } = deps;
   const row = await endpointOf(db, orgId, id);
   const secret = newSecret();
-  const until = clock.now() + ROTATION_OVERLAP_MS;
-  await setEndpointSecret(db, id, { secret, previous: row.secret, until });
+  const until = deps.clock.now() + ROTATION_OVERLAP_MS;
+  // The current secret moves as it is stored (sealed): it is never opened here.
+  await setEndpointSecret(db, id, { secret: deps.messaging.secrets.seal(secret), previous: row.secret, until });
   return { id, secret, previousSecretValidUntil: until };
 }
 

@@ -26,6 +26,7 @@ import {
   installErrorHandlers,
   installServerEdges,
 } from './errors.js';
+import { addImpliedResponses } from './implied-responses.js';
 import { checkUrlForNul, installJsonParser } from './json-body.js';
 import { API_LICENSE, finishDocument } from './openapi-document.js';
 import { publicRoutes } from './public.routes.js';
@@ -176,6 +177,8 @@ export async function buildApp(ctx: AppContext, options: BuildOptions = {}): Pro
           ) as typeof document.openapiObject)
         : document.swaggerObject,
   });
+  // Before any route: each documented route also lists the errors its shape implies (a 413 for a body...).
+  app.addHook('onRoute', addImpliedResponses);
   app.addSchema(ChannelError);
   app.addSchema(CodedError);
   await app.register(apiReference);

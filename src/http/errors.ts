@@ -70,6 +70,28 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'The server is shutting down; retry on another instance or in a moment.',
 };
 
+/** The code a coded answer of each status carries, named first in its description. */
+const CODE_OF_STATUS: Record<number, string> = {
+  400: 'INVALID_BODY',
+  401: 'UNAUTHORIZED',
+  403: 'FORBIDDEN',
+  404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
+  409: 'CONFLICT',
+  413: 'PAYLOAD_TOO_LARGE',
+  422: 'IDEMPOTENCY_MISMATCH',
+  429: 'RATE_LIMITED',
+  500: 'INTERNAL',
+  502: 'PROVIDER_UNAVAILABLE',
+  503: 'SERVICE_UNAVAILABLE',
+};
+
+/** A coded response's description: the status's code first, so a client knows what `code` to expect. */
+export function codedDescription(status: number, text: string): string {
+  const code = CODE_OF_STATUS[status];
+  return code && !text.includes(code) ? `${code}: ${text}` : text;
+}
+
 /** Statuses any route can answer, whatever it does. */
 const ALWAYS = [500, 503] as const;
 
@@ -78,7 +100,8 @@ export function errorResponses(family: Family, statuses: readonly number[]): Rec
   const out: Record<number, TSchema> = {};
   for (const status of [...statuses, ...ALWAYS]) {
     const base = family === 'channel' ? ChannelError : CodedError;
-    out[status] = Type.Ref(base, { description: STATUS_TEXT[status] ?? 'Error.' });
+    const text = STATUS_TEXT[status] ?? 'Error.';
+    out[status] = Type.Ref(base, { description: family === 'coded' ? codedDescription(status, text) : text });
   }
   return out;
 }

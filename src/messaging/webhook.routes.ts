@@ -91,7 +91,11 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
           'hub.challenge': Type.Optional(Type.String()),
         }),
         response: {
-          200: Type.String({ title: 'ProviderWebhookChallenge', description: 'The challenge, as sent.' }),
+          // The challenge goes back as plain text, as the provider expects, not as a JSON string.
+          200: {
+            description: 'The challenge, as sent.',
+            content: { 'text/plain': { schema: Type.String({ title: 'ProviderWebhookChallenge' }) } },
+          },
           ...errorResponses('coded', [403]),
         },
       },
@@ -138,7 +142,8 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
           ),
           ...errorResponses('coded', [400, 413]),
           401: Type.Ref(CodedError, {
-            description: 'Missing or invalid X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the app secret).',
+            description:
+              'UNAUTHORIZED: missing or invalid X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the app secret).',
           }),
         },
       },

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ConfigError } from '../config.js';
 import { ensurePrivateDir } from '../shared/private-files.js';
 
-/** AES-256-GCM sealing of provider access tokens at rest. */
+/** AES-256-GCM sealing of secrets at rest: provider access tokens, event endpoints' signing secrets. */
 export interface SecretBox {
   seal(plain: string): string;
   open(sealed: string): string;
@@ -43,6 +43,11 @@ export function secretKeyOf(configured: string | undefined, dataDir: string): Bu
 
 export function webhookAppSecretOf(configured: string | undefined, dataDir: string): string {
   return configured ?? loadOrCreateSecretFile(dataDir, 'webhook-app-secret', () => randomBytes(24).toString('hex'));
+}
+
+/** The region's secret box, from PARLEY_SECRET_KEY or the key file of the data folder. */
+export function secretBoxOf(config: { messaging: { secretKey: string | undefined }; dataDir: string }): SecretBox {
+  return createSecretBox(secretKeyOf(config.messaging.secretKey, config.dataDir));
 }
 
 /** GCM's full authentication tag: nothing shorter is accepted. */

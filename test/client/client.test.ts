@@ -122,7 +122,7 @@ describe.each(DIALECTS)('@parley/client against a real server (%s)', (dialect) =
     const tenant = await makeSendingTenant(t.ctx);
     await makeTrigger(t.ctx, tenant.org.id, tenant.agent.id, 'hello');
     const where = `/client-${randomBase62(8)}`;
-    const endpoint = await createEndpoint(t.ctx.db, t.ctx.clock, {
+    const endpoint = await createEndpoint(t.ctx, {
       orgId: tenant.org.id,
       url: `${receiver.url}${where}`,
       agentId: tenant.agent.id,

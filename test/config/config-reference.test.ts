@@ -85,6 +85,8 @@ const PARSED: Record<string, [(c: Config) => unknown, 'postgres'?]> = {
   PARLEY_CAMPAIGN_RETRY_DELAYS_MS: [(c) => c.campaigns.retryDelaysMs],
   PARLEY_CAMPAIGN_THROTTLE_RETRIES: [(c) => c.campaigns.throttleRetries],
   PARLEY_DASHBOARD_SESSION_IDLE_MINUTES: [(c) => c.dashboard.sessionIdleMs / 60_000],
+  PARLEY_DASHBOARD_SESSION_MAX_HOURS: [(c) => c.dashboard.sessionMaxMs / 3_600_000],
+  PARLEY_PASSWORD_HASH_COST: [(c) => c.dashboard.passwordCost],
   PARLEY_SIGNIN_LIMIT_EMAIL: [(c) => c.dashboard.signInLimit.perEmail],
   PARLEY_SIGNIN_LIMIT_ADDRESS: [(c) => c.dashboard.signInLimit.perAddress],
   PARLEY_UPGRADE_URL: [(c) => c.dashboard.upgradeUrl],

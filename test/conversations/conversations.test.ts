@@ -59,7 +59,7 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
     const tenant = await makeSendingTenant(t.ctx);
     const trigger = await makeTrigger(t.ctx, tenant.org.id, tenant.agent.id, 'order_shipped');
     const where = `/hook-${randomBase62(8)}`;
-    const hook = await createEndpoint(t.ctx.db, t.ctx.clock, {
+    const hook = await createEndpoint(t.ctx, {
       orgId: tenant.org.id,
       url: `${receiver.url}${where}`,
       agentId: tenant.agent.id,
@@ -299,7 +299,7 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
     const tenant = await makeSendingTenant(t.ctx);
     await makeTrigger(t.ctx, tenant.org.id, tenant.agent.id, 'hello');
     const port = await closedPort();
-    const hook = await createEndpoint(t.ctx.db, t.ctx.clock, {
+    const hook = await createEndpoint(t.ctx, {
       orgId: tenant.org.id,
       url: `http://127.0.0.1:${port}/`,
       agentId: tenant.agent.id,
@@ -558,7 +558,7 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
     await assignNumber(t.ctx.db, x.org.id, x.other.id, number.phone);
     await makeTrigger(t.ctx, x.org.id, x.other.id, 'welcome');
     const otherHook = `/hook-${randomBase62(8)}`;
-    await createEndpoint(t.ctx.db, t.ctx.clock, {
+    await createEndpoint(t.ctx, {
       orgId: x.org.id,
       url: `${receiver.url}${otherHook}`,
       agentId: x.other.id,
@@ -667,7 +667,7 @@ describe.each(DIALECTS)('conversations: idle close, limits and restarts (%s)', (
     try {
       const tenant = await makeSendingTenant(t.ctx);
       await makeTrigger(t.ctx, tenant.org.id, tenant.agent.id, 'hi');
-      await createEndpoint(t.ctx.db, t.ctx.clock, {
+      await createEndpoint(t.ctx, {
         orgId: tenant.org.id,
         url: `${receiver.url}/idle`,
         events: 'conversation.closed',
@@ -777,7 +777,7 @@ describe.each(DIALECTS)('conversations: idle close, limits and restarts (%s)', (
     const first = await createMessagingApp(dialect, { env: FAST, workJobs: false, webhooks: false });
     const tenant = await makeSendingTenant(first.ctx);
     await makeTrigger(first.ctx, tenant.org.id, tenant.agent.id, 'hi');
-    await createEndpoint(first.ctx.db, first.ctx.clock, { orgId: tenant.org.id, url: `${receiver.url}/restart` });
+    await createEndpoint(first.ctx, { orgId: tenant.org.id, url: `${receiver.url}/restart` });
     const res = await call(first, {
       method: 'POST',
       url: `/api/triggers/${tenant.agent.id}/hi`,

@@ -18,7 +18,7 @@ describe.each(DIALECTS)('dashboard agents and conversations (%s)', (dialect) => 
   it('shows agents with number, hook and triggers; managers add, disable and enable triggers; members only look', async () => {
     const { app, ctx } = t;
     const tenant = await makeSendingTenant(ctx);
-    await createEndpoint(ctx.db, ctx.clock, {
+    await createEndpoint(ctx, {
       orgId: tenant.org.id,
       url: 'https://bot.example.com/parley-hook',
       agentId: tenant.agent.id,

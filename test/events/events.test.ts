@@ -116,12 +116,12 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     expect(empty.stdout.trim()).toBe('no endpoints');
     const hookPath = path();
     const allPath = path();
-    const hook = await createEndpoint(t.ctx.db, t.ctx.clock, {
+    const hook = await createEndpoint(t.ctx, {
       orgId: org.id,
       url: `${receiver.url}${hookPath}`,
       agentId: agent.id,
     });
-    const all = await createEndpoint(t.ctx.db, t.ctx.clock, {
+    const all = await createEndpoint(t.ctx, {
       orgId: org.id,
       url: `${receiver.url}${allPath}`,
       events: 'conversation.closed',
@@ -169,7 +169,7 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     const agent = await makeAgent(t.ctx, org.id);
     const where = path();
     receiver.script(where, [500, 503, 204]);
-    await createEndpoint(t.ctx.db, t.ctx.clock, { orgId: org.id, url: `${receiver.url}${where}` });
+    await createEndpoint(t.ctx, { orgId: org.id, url: `${receiver.url}${where}` });
     const id = eventId('conversation.closed', randomBase62(10));
     const [made] = await emitEvent(deps(), {
       id,
@@ -200,7 +200,7 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
       const org = await makeOrg(app.ctx);
       const agent = await makeAgent(app.ctx, org.id);
       const { port } = silent.address() as AddressInfo;
-      await createEndpoint(app.ctx.db, app.ctx.clock, { orgId: org.id, url: `http://127.0.0.1:${port}/hook` });
+      await createEndpoint(app.ctx, { orgId: org.id, url: `http://127.0.0.1:${port}/hook` });
       const [made] = await emitStatus(app.ctx, org.id, agent.id);
       const row = () =>
         app.ctx.db
@@ -223,8 +223,8 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     const other = await makeAgent(t.ctx, org.id);
     const hook = path();
     const statusesOnly = path();
-    await createEndpoint(t.ctx.db, t.ctx.clock, { orgId: org.id, url: `${receiver.url}${hook}`, agentId: mine.id });
-    await createEndpoint(t.ctx.db, t.ctx.clock, {
+    await createEndpoint(t.ctx, { orgId: org.id, url: `${receiver.url}${hook}`, agentId: mine.id });
+    await createEndpoint(t.ctx, {
       orgId: org.id,
       url: `${receiver.url}${statusesOnly}`,
       events: 'message.status',
@@ -232,7 +232,7 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     // Another organization's endpoint hears nothing of this one.
     const stranger = await makeOrg(t.ctx);
     const strangerPath = path();
-    await createEndpoint(t.ctx.db, t.ctx.clock, { orgId: stranger.id, url: `${receiver.url}${strangerPath}` });
+    await createEndpoint(t.ctx, { orgId: stranger.id, url: `${receiver.url}${strangerPath}` });
     for (const [agentId, type] of [
       [mine.id, 'message.received'],
       [other.id, 'message.received'],
@@ -261,9 +261,9 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     const mine = await makeAgent(t.ctx, org.id);
     const other = await makeAgent(t.ctx, org.id);
     const [all, bound, received] = [path(), path(), path()];
-    const allEp = await createEndpoint(t.ctx.db, t.ctx.clock, { orgId: org.id, url: `${receiver.url}${all}` });
-    await createEndpoint(t.ctx.db, t.ctx.clock, { orgId: org.id, url: `${receiver.url}${bound}`, agentId: mine.id });
-    await createEndpoint(t.ctx.db, t.ctx.clock, {
+    const allEp = await createEndpoint(t.ctx, { orgId: org.id, url: `${receiver.url}${all}` });
+    await createEndpoint(t.ctx, { orgId: org.id, url: `${receiver.url}${bound}`, agentId: mine.id });
+    await createEndpoint(t.ctx, {
       orgId: org.id,
       url: `${receiver.url}${received}`,
       events: 'message.received',
@@ -312,8 +312,8 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     const moved = path();
     receiver.script(gone, [410]);
     receiver.script(moved, [302]);
-    const goneEp = await createEndpoint(t.ctx.db, t.ctx.clock, { orgId: org.id, url: `${receiver.url}${gone}` });
-    await createEndpoint(t.ctx.db, t.ctx.clock, { orgId: org.id, url: `${receiver.url}${moved}` });
+    const goneEp = await createEndpoint(t.ctx, { orgId: org.id, url: `${receiver.url}${gone}` });
+    await createEndpoint(t.ctx, { orgId: org.id, url: `${receiver.url}${moved}` });
     const made = await emitEvent(deps(), {
       id: eventId('message.status', randomBase62(10)),
       type: 'message.status',
@@ -372,7 +372,7 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
       const agent = await makeAgent(app.ctx, org.id);
       const where = path();
       receiver.script(where, [500]);
-      const ep = await createEndpoint(app.ctx.db, app.ctx.clock, { orgId: org.id, url: `${receiver.url}${where}` });
+      const ep = await createEndpoint(app.ctx, { orgId: org.id, url: `${receiver.url}${where}` });
       await emitStatus(app.ctx, org.id, agent.id);
       await app.ctx.jobs.drained([EVENT_DELIVERY_QUEUE]);
       const row = await app.ctx.db
@@ -395,13 +395,15 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
       const agent = await makeAgent(strict.ctx, org.id);
       const before = receiver.received.length;
       const port = new URL(receiver.url).port;
+      // https:// (plain http:// is refused at creation unless private addresses are allowed): the
+      // guard refuses the address before any TLS handshake.
       for (const url of [
-        `${receiver.url}/x`,
-        `http://localhost:${port}/y`,
-        'http://169.254.169.254/latest',
-        'http://[::1]:9/z',
+        `https://127.0.0.1:${port}/x`,
+        `https://localhost:${port}/y`,
+        'https://169.254.169.254/latest',
+        'https://[::1]:9/z',
       ]) {
-        await createEndpoint(strict.ctx.db, strict.ctx.clock, { orgId: org.id, url });
+        await createEndpoint(strict.ctx, { orgId: org.id, url });
       }
       const made = await emitStatus(strict.ctx, org.id, agent.id);
       await strict.ctx.jobs.drained([EVENT_DELIVERY_QUEUE]);
@@ -439,7 +441,7 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     const org = await makeOrg(t.ctx);
     const agent = await makeAgent(t.ctx, org.id);
     const where = path();
-    const ep = await createEndpoint(t.ctx.db, t.ctx.clock, { orgId: org.id, url: `${receiver.url}${where}` });
+    const ep = await createEndpoint(t.ctx, { orgId: org.id, url: `${receiver.url}${where}` });
     const rotated = await runCli(['endpoint', 'rotate-secret', '--id', ep.id, '--json'], t.env);
     expect(rotated.code).toBe(0);
     const { secret } = rotated.json<{ secret: string }>();
@@ -469,7 +471,7 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     const org = await makeOrg(first.ctx);
     const agent = await makeAgent(first.ctx, org.id);
     const where = path();
-    await createEndpoint(first.ctx.db, first.ctx.clock, { orgId: org.id, url: `${receiver.url}${where}` });
+    await createEndpoint(first.ctx, { orgId: org.id, url: `${receiver.url}${where}` });
     const [made] = await emitStatus(first.ctx, org.id, agent.id);
     // The process stops before it delivers anything.
     const second = await createTestApp(dialect, { env: FAST, shareWith: first });

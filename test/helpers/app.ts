@@ -64,6 +64,8 @@ export async function createTestApp(dialect: TestDialect, options: TestAppOption
     PARLEY_DATA_DIR: dataDir,
     PARLEY_REGION: options.region ?? 'us',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // Password hashes at 2^12, not the default 2^17: the suite signs in often (password.test.ts checks the default).
+    PARLEY_PASSWORD_HASH_COST: '12',
     ...(dialect === 'postgres' && PG_URL ? { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: schema, ...PG_SECRETS } : {}),
     ...options.env,
   };

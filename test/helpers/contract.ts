@@ -238,7 +238,16 @@ export function expectMatchesContract(
       `${label}: status ${res.statusCode} is not documented (documented: ${op.statuses.join(', ') || 'none'}).\n  body: ${preview(res.body)}`,
     );
   }
-  const schema = jsonSchemaOf(found.response);
+  // The answer's media type must be one the response documents (a plain-text challenge documented
+  // as JSON is a disagreement a client generator would trip on).
+  const contentType = res.headers?.['content-type'];
+  const media = typeof contentType === 'string' ? (contentType.split(';')[0] ?? '').trim().toLowerCase() : undefined;
+  const content = found.response.content ?? {};
+  const declared = Object.keys(content);
+  if (media && declared.length > 0 && res.body.length > 0 && !declared.includes(media)) {
+    throw new Error(`${label}: Content-Type is ${media}, the contract documents ${declared.join(', ')}.`);
+  }
+  const schema = (media ? content[media]?.schema : undefined) ?? jsonSchemaOf(found.response);
   if (!schema) {
     if (res.body.length > 0 && res.statusCode !== 204) {
       // Documented without a body schema: only require that a JSON body is JSON.
@@ -250,14 +259,10 @@ export function expectMatchesContract(
     }
     return;
   }
-  const contentType = res.headers?.['content-type'];
-  const isJson = typeof contentType !== 'string' || /json/i.test(contentType);
   let body: unknown;
-  if (!isJson && schema.type === 'string') {
-    // A plain-text answer documented as a string (e.g. a webhook challenge): check the text itself.
+  if (media && !/^application\/(.+\+)?json$/.test(media)) {
+    // A documented non-JSON answer (e.g. the webhook challenge as text/plain): check the text itself.
     body = res.body;
-  } else if (!isJson) {
-    throw new Error(`${label}: Content-Type is ${contentType}, the contract documents JSON.`);
   } else {
     try {
       body = res.json();
@@ -265,7 +270,7 @@ export function expectMatchesContract(
       throw new Error(`${label}: the body is not JSON.\n  body: ${preview(res.body)}`);
     }
   }
-  const cacheKey = `${op.method} ${op.path} ${found.key}`;
+  const cacheKey = `${op.method} ${op.path} ${found.key} ${media ?? ''}`;
   let validate = c.validators.get(cacheKey);
   if (!validate) {
     // Component schemas ride along in the compiled root so `#/components/schemas/X` resolves.

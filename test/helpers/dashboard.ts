@@ -7,13 +7,18 @@ export const PASSWORD = 'correct horse battery staple';
 
 /** A person of the organization, with a unique email. */
 export async function makeUser(ctx: AppContext, orgId: string, role: Role = 'owner') {
-  return createUser(ctx.db, ctx.clock, {
-    orgId,
-    email: `${role}-${randomBase62(8).toLowerCase()}@example.com`,
-    role,
-    password: PASSWORD,
-    actor: 'cli',
-  });
+  return createUser(
+    ctx.db,
+    ctx.clock,
+    {
+      orgId,
+      email: `${role}-${randomBase62(8).toLowerCase()}@example.com`,
+      role,
+      password: PASSWORD,
+      actor: 'cli',
+    },
+    ctx.config.dashboard.passwordCost,
+  );
 }
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };

@@ -52,7 +52,19 @@ describe('contract helper on a hand-made document', () => {
     f.get('/api/things/batch', { schema: { response: { 200: Type.Object({ n: Type.Integer() }) } } }, async () => ({
       n: 1,
     }));
-    f.get('/api/text', { schema: { response: { 200: Type.String({ minLength: 2 }) } } }, async (_req, reply) =>
+    f.get(
+      '/api/text',
+      {
+        schema: {
+          response: {
+            200: { description: 'text', content: { 'text/plain': { schema: Type.String({ minLength: 2 }) } } },
+          },
+        },
+      },
+      async (_req, reply) => reply.type('text/plain').send('hello'),
+    );
+    // Declared (by default) as JSON, answered as text: the disagreement the checks must see.
+    f.get('/api/json-string', { schema: { response: { 200: Type.String() } } }, async (_req, reply) =>
       reply.type('text/plain').send('hello'),
     );
     app = f as unknown as FastifyInstance;
@@ -64,7 +76,12 @@ describe('contract helper on a hand-made document', () => {
 
   it('lists documented operations', () => {
     const ops = listOperations(app).map((o) => `${o.method} ${o.path}`);
-    expect([...ops].sort()).toEqual(['GET /api/text', 'GET /api/things/batch', 'GET /api/things/{thingId}']);
+    expect([...ops].sort()).toEqual([
+      'GET /api/json-string',
+      'GET /api/text',
+      'GET /api/things/batch',
+      'GET /api/things/{thingId}',
+    ]);
   });
 
   it('finds an operation by template, :param form or concrete URL', () => {
@@ -97,6 +114,10 @@ describe('contract helper on a hand-made document', () => {
     expect(contractViolation(app, 'GET', '/api/text', short)).toMatch(/must NOT have fewer than 2 characters/);
     const html = { ...fake(200, { id: 'a', note: null }), headers: { 'content-type': 'text/html' } };
     expect(contractViolation(app, 'GET', '/api/things/a', html)).toMatch(/Content-Type is text\/html/);
+    const plain = await app.inject({ method: 'GET', url: '/api/json-string' });
+    expect(contractViolation(app, 'GET', '/api/json-string', plain)).toMatch(
+      /Content-Type is text\/plain, the contract documents application\/json/,
+    );
   });
 
   it('rejects an undocumented status', () => {

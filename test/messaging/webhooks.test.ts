@@ -348,16 +348,16 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
   it('a batch applies its statuses as one after the other would: each once, forward only, a failure with its error, an event each for the agent’s endpoints', async () => {
     const a = await sendOne();
     const b = await sendOne();
-    const mine = await createEndpoint(t.ctx.db, t.ctx.clock, {
+    const mine = await createEndpoint(t.ctx, {
       orgId: tenant.org.id,
       agentId: tenant.agent.id,
-      url: 'http://127.0.0.1:9/',
+      url: 'https://127.0.0.1:9/',
       events: 'message.status',
     });
-    const others = await createEndpoint(t.ctx.db, t.ctx.clock, {
+    const others = await createEndpoint(t.ctx, {
       orgId: tenant.org.id,
       agentId: tenant.other.id,
-      url: 'http://127.0.0.1:9/',
+      url: 'https://127.0.0.1:9/',
       events: 'message.status',
     });
     const failure = {
@@ -851,7 +851,7 @@ describe.each(DIALECTS)('statuses from the sandbox (%s)', (dialect) => {
 
 /** An endpoint for `message.status` that is never reached (nothing listens there): a test reads what was raised for it. */
 function unreachedStatusEndpoint(t: TestApp, orgId: string) {
-  return createEndpoint(t.ctx.db, t.ctx.clock, { orgId, url: 'http://127.0.0.1:9/', events: 'message.status' });
+  return createEndpoint(t.ctx, { orgId, url: 'https://127.0.0.1:9/', events: 'message.status' });
 }
 
 describe.each(DIALECTS)('a status before its message is stored (%s)', (dialect) => {

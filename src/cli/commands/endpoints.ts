@@ -12,6 +12,7 @@ import {
   rotateEndpointSecret,
 } from '../../events/endpoint.service.js';
 import { publishedPrivateSwitch } from '../../events/private-switch-file.js';
+import { secretBoxOf } from '../../numbers/index.js';
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions } from '../run.js';
@@ -25,13 +26,24 @@ export function registerEndpointCommands(program: Command): void {
 
   dbOptions(endpoint.command('create').description('register an endpoint; its signing secret is shown this once'))
     .requiredOption('--org <id>', 'organization ID')
-    .requiredOption('--url <url>', 'http(s) address that receives the events')
+    .requiredOption(
+      '--url <url>',
+      'https:// address that receives the events (http:// only with PARLEY_WEBHOOK_ALLOW_PRIVATE)',
+    )
     .option('--agent <id>', "only this agent's events (the agent's hook)")
     .option('--events <list>', 'comma-separated event types (default: all)')
     .action(
       action(async (flags: Flags & { url: string; agent?: string; events?: string }) => {
-        await withAdmin(flags, async ({ database, clock, config, region }) => {
-          const created = await createEndpoint(database.db, clock, {
+        await withAdmin(flags, async ({ config, database, clock, region }) => {
+          // The running server's switch when one has said it, else what this environment would start.
+          const allowPrivate = publishedPrivateSwitch(config.dataDir, region.region) ?? config.events.allowPrivate;
+          const deps = {
+            db: database.db,
+            clock,
+            messaging: { secrets: secretBoxOf(config) },
+            config: { events: { allowPrivate } },
+          };
+          const created = await createEndpoint(deps, {
             orgId: flags.org ?? '',
             url: flags.url,
             actor: CLI_ACTOR,
@@ -45,10 +57,7 @@ export function registerEndpointCommands(program: Command): void {
             events: created.events,
             secret: created.secret,
           };
-          // The running server's switch when one has said it, else what this environment would start.
-          const warning = await endpointAddressWarning(created.url, {
-            allowPrivate: publishedPrivateSwitch(config.dataDir, region.region) ?? config.events.allowPrivate,
-          });
+          const warning = await endpointAddressWarning(created.url, { allowPrivate });
           if (warning) process.stderr.write(`parley: warning: ${warning}\n`);
           if (flags.json) printJson(warning ? { ...out, warning } : out);
           else {
@@ -108,10 +117,11 @@ export function registerEndpointCommands(program: Command): void {
     .option('--org <id>', 'organization ID (checked when given)')
     .action(
       action(async (flags: Flags) => {
-        await withAdmin(flags, async ({ database, clock }) => {
+        await withAdmin(flags, async ({ config, database, clock }) => {
           const id = flags.id ?? '';
           const org = flags.org ?? (await orgOf(database.db, { endpointId: id }));
-          const rotated = await rotateEndpointSecret(database.db, clock, org, id);
+          const deps = { db: database.db, clock, messaging: { secrets: secretBoxOf(config) } };
+          const rotated = await rotateEndpointSecret(deps, org, id);
           if (flags.json) printJson(rotated);
           else {
             print(`new signing secret of ${id}: ${rotated.secret}`);

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import type { Agent } from '../../agents/agent.service.js';
 import { WebhookProcessor } from '../../messaging/webhook.service.js';
-import { createSecretBox, secretKeyOf } from '../../numbers/index.js';
+import { secretBoxOf } from '../../numbers/index.js';
 import {
   addNumber,
   assignNumber,
@@ -18,8 +18,7 @@ import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, fail } from '../run.js';
 import { type DemoStep, demoSteps } from './demo.js';
 
-const boxOf = (admin: AdminContext) =>
-  createSecretBox(secretKeyOf(admin.config.messaging.secretKey, admin.config.dataDir));
+const boxOf = (admin: AdminContext) => secretBoxOf(admin.config);
 
 const numberJson = (n: MessagingNumber) => ({
   id: n.id,

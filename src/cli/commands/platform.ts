@@ -4,6 +4,7 @@ import { CLI_ACTOR } from '../../audit/audit.service.js';
 import { migrateToLatest } from '../../db/database.js';
 import { PERMISSION_LABELS, SCOPE_LABELS } from '../../keys/index.js';
 import { createKey, listKeys, revokeKey } from '../../keys/key.service.js';
+import { secretBoxOf } from '../../numbers/index.js';
 import {
   createOrganization,
   listOrganizations,
@@ -19,8 +20,8 @@ export function registerPlatformCommands(program: Command): void {
     action(async (flags: DbFlags) => {
       await withAdmin(
         flags,
-        async ({ database, region }) => {
-          const applied = await migrateToLatest(database.db);
+        async ({ config, database, region }) => {
+          const applied = await migrateToLatest(database.db, { secrets: () => secretBoxOf(config) });
           if (flags.json) printJson({ region: region.region, applied });
           else if (applied.length === 0) print(`region ${region.region}: database is up to date (nothing to apply)`);
           else print(`region ${region.region}: applied ${applied.length} migrations: ${applied.join(', ')}`);

@@ -40,14 +40,13 @@ export function registerUserCommands(program: Command): void {
     .action(
       action(async (flags: DbFlags & PasswordFlags & { org: string; email: string; role: string }) => {
         const password = await readPassword(flags);
-        await withAdmin(flags, async ({ database, clock }) => {
-          const created = await createUser(database.db, clock, {
-            orgId: flags.org,
-            email: flags.email,
-            role: flags.role.toLowerCase(),
-            password,
-            actor: CLI_ACTOR,
-          });
+        await withAdmin(flags, async ({ config, database, clock }) => {
+          const created = await createUser(
+            database.db,
+            clock,
+            { orgId: flags.org, email: flags.email, role: flags.role.toLowerCase(), password, actor: CLI_ACTOR },
+            config.dashboard.passwordCost,
+          );
           if (flags.json) printJson({ id: created.id, email: created.email, role: created.role });
           else print(`created user ${created.id} (${created.email}, ${created.role})`);
         });
@@ -97,8 +96,9 @@ export function registerUserCommands(program: Command): void {
       action(async (flags: DbFlags & PasswordFlags & { org: string; email?: string; id?: string }) => {
         const ref = userRef(flags);
         const password = await readPassword(flags);
-        await withAdmin(flags, async ({ database, clock }) => {
-          const updated = await setUserPassword(database.db, clock, flags.org, ref, password, CLI_ACTOR);
+        await withAdmin(flags, async ({ config, database, clock }) => {
+          const cost = config.dashboard.passwordCost;
+          const updated = await setUserPassword(database.db, clock, flags.org, ref, password, CLI_ACTOR, cost);
           if (flags.json) printJson({ id: updated.id, email: updated.email, passwordChanged: true });
           else print(`password of ${updated.email} changed; their sessions have ended`);
         });
