@@ -170,7 +170,7 @@ export function registerHookPages(app: FastifyInstance, ctx: AppContext, kit: Pa
     let created: Awaited<ReturnType<typeof createEndpoint>>;
     try {
       if (!values.url) throw new AppError('INVALID_BODY', 'Give the address that receives the events.');
-      created = await createEndpoint(db, clock, {
+      created = await createEndpoint(ctx, {
         orgId: session.org.id,
         agentId: agent.id,
         url: values.url,

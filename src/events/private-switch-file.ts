@@ -28,3 +28,12 @@ export function publishedPrivateSwitch(dataDir: string, region: string): boolean
 export function clearPrivateSwitch(dataDir: string, region: string): void {
   rmSync(fileOf(dataDir, region), { force: true });
 }
+
+/**
+ * What a command judges endpoint addresses by: the running server's switch when one has said it,
+ * else what this environment would start with.
+ */
+export const allowPrivateForCommands = (
+  config: { readonly dataDir: string; readonly events: { readonly allowPrivate: boolean } },
+  region: string,
+): boolean => publishedPrivateSwitch(config.dataDir, region) ?? config.events.allowPrivate;

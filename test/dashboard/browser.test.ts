@@ -569,7 +569,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
     const tenant = await makeCampaignTenant(ctx);
     const { org, agent } = tenant;
     const owner = await makeUser(ctx, org.id, 'owner');
-    await createEndpoint(ctx.db, ctx.clock, {
+    await createEndpoint(ctx, {
       orgId: org.id,
       agentId: agent.id,
       url: 'https://bot.example.com/parley/hook',

@@ -74,7 +74,7 @@ describe.each(DIALECTS)('the way in (%s)', (dialect) => {
     const { app, ctx } = t;
     const tenant = await makeCampaignTenant(ctx);
     const user = await makeUser(ctx, tenant.org.id, 'admin');
-    await createEndpoint(ctx.db, ctx.clock, {
+    await createEndpoint(ctx, {
       orgId: tenant.org.id,
       agentId: tenant.agent.id,
       url: 'https://bot.example.com/hook',

@@ -36,7 +36,7 @@ describe.each(DIALECTS)('sandbox inbound: the hand-off and the answer (%s)', (di
 
   it('names the hook told of the message, and the first message the agent sent after it', async () => {
     const tenant = await makeSendingTenant(t.ctx);
-    const hook = await createEndpoint(t.ctx.db, t.ctx.clock, {
+    const hook = await createEndpoint(t.ctx, {
       orgId: tenant.org.id,
       agentId: tenant.agent.id,
       url: `${receiver.url}/reply-hook`,

@@ -6,7 +6,8 @@ import { createCampaign } from '../../campaigns/campaign.service.js';
 import { createUser } from '../../dashboard/user.service.js';
 import { endpointAddressWarning } from '../../events/address-warning.js';
 import { checkEndpointUrl, createEndpoint } from '../../events/endpoint.service.js';
-import { publishedPrivateSwitch } from '../../events/private-switch-file.js';
+import { allowPrivateForCommands } from '../../events/private-switch-file.js';
+import { secretBoxOf } from '../../numbers/index.js';
 import { createKey } from '../../keys/key.service.js';
 import { createOrganization } from '../../orgs/org.service.js';
 import { readAddress } from '../../shared/address-file.js';
@@ -50,7 +51,9 @@ export function registerDemoCommand(program: Command): void {
           const { database, clock, region } = admin;
           const db = database.db;
           // Checked before anything is made: a refused address leaves no half-made demo behind.
-          if (flags.hookUrl !== undefined) checkEndpointUrl(flags.hookUrl);
+          if (flags.hookUrl !== undefined) {
+            checkEndpointUrl(flags.hookUrl, { allowPrivate: allowPrivateForCommands(admin.config, region.region) });
+          }
           const org = await createOrganization(db, clock, { name: 'Demo Co', plan: 'paid', defaultCountry: 'US' });
           const support = await createAgent(db, clock, { orgId: org.id, name: 'Support' });
           const sales = await createAgent(db, clock, { orgId: org.id, name: 'Sales' });
@@ -181,10 +184,15 @@ async function createOwner(admin: AdminContext, orgId: string): Promise<{ email:
 
 /** The Support agent's hook, and the warning when the server will refuse its address. */
 async function createHook(admin: AdminContext, orgId: string, agentId: string, url: string): Promise<DemoData['hook']> {
-  const created = await createEndpoint(admin.database.db, admin.clock, { orgId, agentId, url, actor: CLI_ACTOR });
-  const warning = await endpointAddressWarning(created.url, {
-    allowPrivate: publishedPrivateSwitch(admin.config.dataDir, admin.region.region) ?? admin.config.events.allowPrivate,
-  });
+  const allowPrivate = allowPrivateForCommands(admin.config, admin.region.region);
+  const deps = {
+    db: admin.database.db,
+    clock: admin.clock,
+    messaging: { secrets: secretBoxOf(admin.config) },
+    config: { events: { allowPrivate } },
+  };
+  const created = await createEndpoint(deps, { orgId, agentId, url, actor: CLI_ACTOR });
+  const warning = await endpointAddressWarning(created.url, { allowPrivate });
   if (warning) process.stderr.write(`parley: warning: ${warning}\n`);
   return { id: created.id, url: created.url, secret: created.secret, ...(warning ? { warning } : {}) };
 }

@@ -11,7 +11,7 @@ import {
   replayDelivery,
   rotateEndpointSecret,
 } from '../../events/endpoint.service.js';
-import { publishedPrivateSwitch } from '../../events/private-switch-file.js';
+import { allowPrivateForCommands } from '../../events/private-switch-file.js';
 import { secretBoxOf } from '../../numbers/index.js';
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
@@ -35,8 +35,7 @@ export function registerEndpointCommands(program: Command): void {
     .action(
       action(async (flags: Flags & { url: string; agent?: string; events?: string }) => {
         await withAdmin(flags, async ({ config, database, clock, region }) => {
-          // The running server's switch when one has said it, else what this environment would start.
-          const allowPrivate = publishedPrivateSwitch(config.dataDir, region.region) ?? config.events.allowPrivate;
+          const allowPrivate = allowPrivateForCommands(config, region.region);
           const deps = {
             db: database.db,
             clock,

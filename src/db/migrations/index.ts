@@ -17,9 +17,10 @@ import { statusHistory } from './0015-status-history.js';
 import { oneDeadLetterStore } from './0016-one-dead-letter-store.js';
 import { type MigrationDeps, sealedEndpointSecrets } from './0017-sealed-endpoint-secrets.js';
 
-export type { MigrationDeps, Sealer } from './0017-sealed-endpoint-secrets.js';
 import { invitations } from './0018-invitations.js';
 import { listIndexes } from './0019-list-indexes.js';
+
+export type { MigrationDeps, Sealer } from './0017-sealed-endpoint-secrets.js';
 
 /**
  * Every migration, in order (some take what they need beyond the database: `deps`). Names sort lexically; add new ones at the end with the next number.
@@ -44,31 +45,13 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0015-status-history': statusHistory,
     '0016-one-dead-letter-store': oneDeadLetterStore,
     '0017-sealed-endpoint-secrets': sealedEndpointSecrets(deps),
+    '0018-invitations': invitations,
+    '0019-list-indexes': listIndexes,
   };
 }
 
 /** The list without the secret box (a database with secrets to seal then fails to migrate, saying why). */
 export const migrations: Record<string, Migration> = migrationsWith({});
-export const migrations: Record<string, Migration> = {
-  '0001-platform': platform,
-  '0002-end-users': endUsers,
-  '0003-messaging': messaging,
-  '0004-idempotency': idempotency,
-  '0005-webhook-inbox': webhookInbox,
-  '0006-webhook-dead-letters': webhookDeadLetters,
-  '0007-end-user-search': endUserSearch,
-  '0008-jobs': jobs,
-  '0009-conversations': conversations,
-  '0010-conversation-messages': conversationMessages,
-  '0011-dashboard': dashboard,
-  '0012-campaigns': campaigns,
-  '0013-key-epoch': keyEpoch,
-  '0014-sender-epoch': senderEpoch,
-  '0015-status-history': statusHistory,
-  '0016-one-dead-letter-store': oneDeadLetterStore,
-  '0018-invitations': invitations,
-  '0019-list-indexes': listIndexes,
-};
 
 export const migrationProvider: MigrationProvider = {
   getMigrations: async () => migrations,
