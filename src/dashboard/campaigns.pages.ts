@@ -8,11 +8,7 @@ import {
   removeCampaign,
   resumeCampaign,
 } from '../campaigns/campaign.service.js';
-import {
-  type DeliveryStatus,
-  DELIVERY_STATUSES,
-  pageOfCampaignDeliveries,
-} from '../campaigns/index.js';
+import { DELIVERY_STATUSES, type DeliveryStatus, pageOfCampaignDeliveries } from '../campaigns/index.js';
 import type { AppContext } from '../context.js';
 import { type ApiKey, createKey, PERMISSION_LABELS, revokeKey } from '../keys/key.service.js';
 import { listCampaignKeys } from '../keys/key-lists.service.js';

@@ -130,8 +130,7 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   app.get('/dashboard/', HIDDEN, async (_request, reply) => reply.redirect(HOME_PATH, 303));
   // Any other address under /dashboard is a page saying so (signed in: in the frame), not JSON.
   app.all('/dashboard/*', HIDDEN, async (request) => {
-    request.dashboardSession =
-      (await sessionOf(db, clock, config, cookies(request)[SESSION_COOKIE])) ?? null;
+    request.dashboardSession = (await sessionOf(db, clock, config, cookies(request)[SESSION_COOKIE])) ?? null;
     throw new AppError(
       'NOT_FOUND',
       'There is no such page in the dashboard. Check the address, or start again from Home.',

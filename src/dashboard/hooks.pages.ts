@@ -156,7 +156,7 @@ export function registerHookPages(app: FastifyInstance, ctx: AppContext, kit: Pa
   app.post('/dashboard/agents/:agentId/hooks/check', kit.signedIn, async (request, reply) => {
     const session = kit.sessionOf(request);
     kit.mustManage(session);
-    const warning = await endpointAddressWarning(ctx.config.events, field(request.body, 'url').trim());
+    const warning = await endpointAddressWarning(field(request.body, 'url').trim(), ctx.config.events);
     return html(reply, renderPartial('hook-warning', { warning }));
   });
 
@@ -186,7 +186,7 @@ export function registerHookPages(app: FastifyInstance, ctx: AppContext, kit: Pa
     const dialog = renderPartial('hook-created-dialog', {
       endpoint: created,
       secret: created.secret,
-      warning: await endpointAddressWarning(ctx.config.events, created.url),
+      warning: await endpointAddressWarning(created.url, ctx.config.events),
       back: agentPath(agent.id),
       open: !htmx,
     });

@@ -59,7 +59,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('an agent’s hook in a browser at 390
       await create.getByLabel('Address that receives the events').fill('http://127.0.0.1:4000/');
       // The warning comes as the address is typed (on change), before anything is made.
       await create.getByLabel('Address that receives the events').press('Tab');
-      await create.getByText('This server will refuse to deliver to 127.0.0.1').waitFor();
+      await create.getByText('The server will refuse to deliver events to 127.0.0.1').waitFor();
       await page.screenshot({ path: join(SHOTS, 'hook-create-390.png'), caret: 'initial' });
       // Enter in the address submits, as on a phone's keyboard.
       await create.getByLabel('Address that receives the events').press('Enter');
@@ -68,7 +68,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('an agent’s hook in a browser at 390
       await created.waitFor();
       const secret = created.getByLabel(/Signing secret of/);
       expect(await secret.inputValue()).toMatch(/^whsec_/);
-      await expect.poll(() => created.getByText('This server will refuse').isVisible()).toBe(true);
+      await expect.poll(() => created.getByText('The server will refuse').isVisible()).toBe(true);
       const copy = created.getByRole('button', { name: 'Copy' });
       for (const element of [copy, secret, created.getByText('Close', { exact: true })]) {
         const box = await element.boundingBox();

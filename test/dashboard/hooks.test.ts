@@ -209,7 +209,7 @@ describe('dashboard: a hook the server will refuse (sqlite: no SQL of its own)',
       HTMX,
     );
     expect(check.statusCode).toBe(200);
-    expect(check.body).toContain('This server will refuse to deliver to 127.0.0.1');
+    expect(check.body).toContain('The server will refuse to deliver events to 127.0.0.1');
     expect(check.body).toContain('PARLEY_WEBHOOK_ALLOW_PRIVATE=true');
     const made = await owner.post(
       `/dashboard/agents/${agent.id}/hooks`,
@@ -217,7 +217,7 @@ describe('dashboard: a hook the server will refuse (sqlite: no SQL of its own)',
       HTMX,
     );
     expect(made.body).toContain('Hook created');
-    expect(made.body).toContain('This server will refuse to deliver to localhost');
+    expect(made.body).toContain('The server will refuse to deliver events to localhost');
     const fine = await owner.post(
       `/dashboard/agents/${agent.id}/hooks/check`,
       { _csrf: owner.csrf, url: 'https://203.0.114.5/x' },
@@ -225,8 +225,8 @@ describe('dashboard: a hook the server will refuse (sqlite: no SQL of its own)',
     );
     expect(fine.body).not.toContain('refuse');
     expect(
-      await endpointAddressWarning({ ...t.ctx.config.events, allowPrivate: true }, 'http://10.0.0.1/x'),
+      await endpointAddressWarning('http://10.0.0.1/x', { ...t.ctx.config.events, allowPrivate: true }),
     ).toBeUndefined();
-    expect(await endpointAddressWarning(t.ctx.config.events, 'http://[::1]:80/x')).toContain('::1');
+    expect(await endpointAddressWarning('http://[::1]:80/x', t.ctx.config.events)).toContain('::1');
   });
 });

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { CLI_ACTOR } from '../../audit/audit.service.js';
-import { endpointAddressWarning } from '../../events/address-warning.js';
+import { endpointAddressWarning } from '../../events/address-warning.service.js';
 import {
   createEndpoint,
   deleteEndpoint,
