@@ -185,6 +185,9 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: 'Wrong email or password.' }).waitFor();
     await signIn(page, owner.email);
+    // A new organization's home says what to do next.
+    await page.getByRole('heading', { name: 'Next steps', level: 2 }).waitFor();
+    await check(page, '01b-home-next-steps');
 
     // Through the navigation: Settings, Integrations, API Keys.
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Settings' }).click();
