@@ -31,8 +31,17 @@ export const COMMAND_FILES: readonly CommandFile[] = [
     load: async () => (await import('./commands/platform.js')).registerPlatformCommands,
   },
   {
-    commands: { demo: one('demo [options]', 'create a paid demo organization with agents and keys of each kind') },
-    load: async () => (await import('./commands/demo.js')).registerDemoCommand,
+    commands: {
+      demo: one(
+        'demo [options]',
+        'create a paid demo organization with agents, keys of each kind and a dashboard owner',
+      ),
+    },
+    load: async () => {
+      // The files whose demo steps enrich the demo (numbers: each agent gets a sandbox number).
+      await import('./commands/numbers.js');
+      return (await import('./commands/demo.js')).registerDemoCommand;
+    },
   },
   {
     commands: { endusers: one('endusers', 'end-user records') },

@@ -66,7 +66,7 @@ describe('the first path (sqlite)', () => {
     const browser = await signInAs(t.app, demo.dashboard.email, demo.dashboard.password);
     const audit = await browser.get('/dashboard/audit');
     expect(audit.statusCode).toBe(200);
-    const rows = [...audit.body.matchAll(/<tr><td>[^<]*<\/td><td>([^<]*)<\/td><td>([^<]*)<\/td>/g)].map(
+    const rows = [...audit.body.matchAll(/<tr><td[^>]*>[^<]*<\/td><td>([^<]*)<\/td><td>([^<]*)<\/td>/g)].map(
       (m) => `${m[1]}: ${m[2]}`,
     );
     const cliRow = (what: string) => rows.filter((r) => r === `Command line (cli): ${what}`).length;
@@ -76,13 +76,13 @@ describe('the first path (sqlite)', () => {
   }, 120_000);
 
   it('demo --hook-url makes the Support hook, shows its secret once and warns when the server will refuse it; a bad URL makes nothing', async () => {
-    const made = await cli('demo', '--hook-url', 'http://127.0.0.1:4999/', '--json');
+    const made = await cli('demo', '--hook-url', 'https://127.0.0.1:4999/', '--json');
     expect(made.code, made.stderr).toBe(0);
     const demo = made.json<Demo>();
     const support = demo.agents.find((a) => a.name === 'Support')?.id;
     expect(demo.hook).toMatchObject({
       id: expect.stringMatching(/^ep_/),
-      url: 'http://127.0.0.1:4999/',
+      url: 'https://127.0.0.1:4999/',
       secret: expect.stringMatching(/^whsec_/),
       warning: expect.stringContaining('PARLEY_WEBHOOK_ALLOW_PRIVATE=true'),
     });
@@ -102,8 +102,8 @@ describe('the first path (sqlite)', () => {
     const create = (url: string, extra: Record<string, string> = {}) =>
       runCli(['endpoint', 'create', '--org', org.id, '--url', url, '--json'], { ...env, ...extra });
     const [loopback, localhost, global] = await Promise.all([
-      create('http://127.0.0.1:4000/'),
-      create('http://localhost:4000/'),
+      create('https://127.0.0.1:4000/'),
+      create('https://localhost:4000/'),
       create('https://8.8.8.8/hook'),
     ]);
     expect(loopback.code).toBe(0);
@@ -114,7 +114,7 @@ describe('the first path (sqlite)', () => {
     expect(global.json()).not.toHaveProperty('warning');
 
     // The running server says it refuses: the CLI's own switch does not hide the warning...
-    const allowedHere = await create('http://127.0.0.1:4001/', { PARLEY_WEBHOOK_ALLOW_PRIVATE: 'true' });
+    const allowedHere = await create('https://127.0.0.1:4001/', { PARLEY_WEBHOOK_ALLOW_PRIVATE: 'true' });
     expect(allowedHere.stderr).toMatch(REFUSED);
     // ...and a server that allows them (as it tells through the data folder) gets no warning.
     const switchFile = join(env.PARLEY_DATA_DIR ?? '', 'server-us.allow-private');
@@ -152,14 +152,14 @@ describe('the first path (sqlite)', () => {
       '--agent',
       support?.id ?? '',
       '--url',
-      'http://127.0.0.1:4003/',
+      'https://127.0.0.1:4003/',
       '--json',
     );
     const hookId = hook.json<{ id: string }>().id;
     const refused = await inbound(support?.id ?? '', '--wait-reply', '--timeout', '60');
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(
-      /^parley: no bot was told of the message, so no answer can come: the delivery dlv_\S+ to http:\/\/127\.0\.0\.1:4003\/ failed: address refused: private network: 127\.0\.0\.1 is a private, loopback or link-local address; the server delivers there only when started with PARLEY_WEBHOOK_ALLOW_PRIVATE=true\n$/,
+      /^parley: no bot was told of the message, so no answer can come: the delivery dlv_\S+ to https:\/\/127\.0\.0\.1:4003\/ failed: address refused: private network: 127\.0\.0\.1 is a private, loopback or link-local address; the server delivers there only when started with PARLEY_WEBHOOK_ALLOW_PRIVATE=true\n$/,
     );
     const deliveries = await cli('endpoint', 'deliveries', '--id', hookId, '--failed', '--json');
     expect(deliveries.json<{ type: string; status: string; attempts: number; lastError: string }[]>()).toEqual(

@@ -62,7 +62,7 @@ describe.each(DIALECTS)('dashboard: an agent’s hook (%s)', (dialect) => {
     const bad = await create(owner, agent.id, { url: 'not a url' });
     expect(bad.statusCode).toBe(400);
     expect(bad.body).toMatch(/<dialog aria-labelledby="hook-create-title" data-modal open>/);
-    expect(bad.body).toContain('&#39;not a url&#39; is not a URL; give an http:// or https:// address.');
+    expect(bad.body).toContain('&#39;not a url&#39; is not a URL; give an https:// address.');
     const badHtmx = await create(owner, agent.id, { url: 'ftp://bot.example.com/x' }, HTMX);
     expect(badHtmx.statusCode).toBe(200);
     expect(badHtmx.body).toContain('An endpoint URL must be http:// or https://');
@@ -213,7 +213,7 @@ describe('dashboard: a hook the server will refuse (sqlite: no SQL of its own)',
     expect(check.body).toContain('PARLEY_WEBHOOK_ALLOW_PRIVATE=true');
     const made = await owner.post(
       `/dashboard/agents/${agent.id}/hooks`,
-      { _csrf: owner.csrf, url: 'http://localhost:8787/hook' },
+      { _csrf: owner.csrf, url: 'https://localhost:8787/hook' },
       HTMX,
     );
     expect(made.body).toContain('Hook created');

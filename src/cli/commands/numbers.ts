@@ -92,8 +92,10 @@ const demoNumbers: DemoStep = async (admin, demo) => {
   );
 };
 
+// Loading this file gives the demo its numbers step (commands.ts loads it with `demo`).
+demoSteps.push(demoNumbers);
+
 export function registerNumberCommands(program: Command): void {
-  demoSteps.push(demoNumbers);
   const number = program.command('number').description('messaging numbers of an organization');
   dbOptions(number.command('add').description('add a messaging number (a sandbox number unless --provider cloud)'))
     .requiredOption('--org <id>', 'organization ID')
