@@ -56,7 +56,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('an agent’s hook in a browser at 390
       await page.goto(`${base}/dashboard/agents/${agent.id}`);
       await page.getByRole('button', { name: 'Create hook' }).click();
       const create = page.getByRole('dialog', { name: 'Create hook' });
-      await create.getByLabel('Address that receives the events').fill('http://127.0.0.1:4000/');
+      await create.getByLabel('Address that receives the events').fill('https://127.0.0.1:4000/');
       // The warning comes as the address is typed (on change), before anything is made.
       await create.getByLabel('Address that receives the events').press('Tab');
       await create.getByText('The server will refuse to deliver events to 127.0.0.1').waitFor();
