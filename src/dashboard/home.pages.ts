@@ -3,9 +3,10 @@ import { listAgents } from '../agents/agent.service.js';
 import { type Campaign, campaignWithCounts, listCampaigns } from '../campaigns/campaign.service.js';
 import type { AppContext } from '../context.js';
 import { countOpenConversations } from '../conversations/index.js';
-import { type EventEndpoint, listEndpoints } from '../events/endpoint.service.js';
+import { type HookHealth, hookHealthOfOrg } from '../events/hook-health.service.js';
 import { listKeys } from '../keys/key.service.js';
 import { listNumbers } from '../numbers/number.service.js';
+import { hookHealthView } from './hooks.pages.js';
 import { HOME_PATH, html, KEYS_PATH, type PageKit } from './page-kit.js';
 import type { Session } from './session.service.js';
 import { canChangePlan, canManage } from './user.service.js';
@@ -14,20 +15,31 @@ import { renderPage } from './views.js';
 /** Running campaigns shown on the home page; the rest are one click away on Campaigns. */
 const CAMPAIGNS_SHOWN = 5;
 
-/**
- * A hook as the home page shows it. `health` is the line that says how its deliveries go (last
- * delivery, failures in the last hour); left empty until the hooks' own health is known.
- */
+/** A hook as the home page shows it: its address, its state in a word, and how its deliveries go. */
 export interface HookSummary {
   url: string;
-  state: 'enabled' | 'disabled';
-  health?: string;
+  /** The badge's class: `enabled` (working), `failing`, `disabled` or `muted` (no deliveries yet). */
+  badge: 'enabled' | 'failing' | 'disabled' | 'muted';
+  stateText: string;
+  health: string;
 }
 
-const hookOf = (e: EventEndpoint): HookSummary => ({
-  url: e.url,
-  state: e.disabledAt === null ? 'enabled' : 'disabled',
-});
+const BADGES: Record<HookHealth['state'], HookSummary['badge']> = {
+  healthy: 'enabled',
+  failing: 'failing',
+  disabled: 'disabled',
+  none: 'muted',
+};
+
+const hookOf = (h: HookHealth): HookSummary => {
+  const view = hookHealthView(h);
+  return {
+    url: view.url,
+    badge: BADGES[h.state],
+    stateText: view.stateText,
+    health: `Last delivery: ${view.lastText}. Failures in the last hour: ${view.failuresLastHour}.`,
+  };
+};
 
 /** The campaign's progress: deliveries done (sent, delivered or read), failed, still to go. */
 function progressOf(c: Campaign & { counts: Record<string, number> }) {
@@ -44,14 +56,14 @@ function progressOf(c: Campaign & { counts: Record<string, number> }) {
  * next steps. Every figure comes from the features' services.
  */
 export function registerHomePages(app: FastifyInstance, ctx: AppContext, kit: PageKit): void {
-  const { db } = ctx;
+  const { db, clock } = ctx;
 
   const homePage = async (session: Session) => {
     const orgId = session.org.id;
-    const [agents, numbers, endpoints, keys, campaigns, open] = await Promise.all([
+    const [agents, numbers, health, keys, campaigns, open] = await Promise.all([
       listAgents(db, orgId),
       listNumbers(db, orgId),
-      listEndpoints(db, orgId),
+      hookHealthOfOrg(db, orgId, clock.now()),
       session.org.plan === 'paid' ? listKeys(db, orgId) : Promise.resolve([]),
       listCampaigns(db, orgId),
       countOpenConversations(db, orgId),
@@ -61,7 +73,7 @@ export function registerHomePages(app: FastifyInstance, ctx: AppContext, kit: Pa
     const running = await Promise.all(
       active.slice(0, CAMPAIGNS_SHOWN).map(async (c) => progressOf(await campaignWithCounts(db, orgId, c.id))),
     );
-    const hooks = endpoints.filter((e) => e.agentId !== null);
+    const hooks = health.filter((h) => h.endpoint.agentId !== null);
     const steps = {
       key: keys.some((k) => k.revokedAt === null),
       agent: agents.length > 0,
@@ -83,7 +95,7 @@ export function registerHomePages(app: FastifyInstance, ctx: AppContext, kit: Pa
         id: a.id,
         name: a.name,
         number: a.numberId ? (phones.get(a.numberId) ?? a.numberId) : 'No number yet',
-        hooks: hooks.filter((e) => e.agentId === a.id).map(hookOf),
+        hooks: hooks.filter((h) => h.endpoint.agentId === a.id).map(hookOf),
       })),
       open,
       running,
