@@ -1333,7 +1333,6 @@ export interface components {
         };
         /**
          * ProviderWebhookChallenge
-         * @description The challenge, as sent.
          * @example 1158201444
          */
         ProviderWebhookChallenge: string;
@@ -1479,7 +1478,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description Bad request: invalid input. */
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1488,7 +1487,7 @@ export interface operations {
                     "application/json": components["schemas"]["CodedError"];
                 };
             };
-            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1497,7 +1496,7 @@ export interface operations {
                     "application/json": components["schemas"]["CodedError"];
                 };
             };
-            /** @description The server is shutting down; retry on another instance or in a moment. */
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1526,7 +1525,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenApiDocument"];
                 };
             };
-            /** @description Bad request: invalid input. */
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1535,7 +1534,7 @@ export interface operations {
                     "application/json": components["schemas"]["CodedError"];
                 };
             };
-            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -1544,7 +1543,7 @@ export interface operations {
                     "application/json": components["schemas"]["CodedError"];
                 };
             };
-            /** @description The server is shutting down; retry on another instance or in a moment. */
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1590,7 +1589,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUserList"];
                 };
             };
-            /** @description INVALID_BODY: a malformed query value (limit, cursor, updatedSince, tag, email, phone, q), an integer not written in decimal digits or out of range, or an unknown parameter; `field` names it. INVALID_ORIGIN: `origin` is not exactly one of inbound, imported, manual. */
+            /** @description INVALID_BODY: a malformed query value (limit, cursor, updatedSince, tag, email, phone, q), an integer not written in decimal digits or out of range, or an unknown parameter; `field` names it. INVALID_ORIGIN: `origin` is not exactly one of inbound, imported, manual. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1701,7 +1700,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUser"];
                 };
             };
-            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` names the field at fault. Also a missing or unknown origin. CREATE_FAILED: the database refused the record for a reason other than a duplicate, or stayed too busy to take it; retry. */
+            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` names the field at fault. Also a missing or unknown origin. CREATE_FAILED: the database refused the record for a reason other than a duplicate, or stayed too busy to take it; retry. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1799,7 +1798,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUserBatchResult"];
                 };
             };
-            /** @description INVALID_BODY: malformed JSON, an unknown field, a missing or unknown origin, no items or more than 1,000. Items are checked one by one: their own failures are in the 200 answer. */
+            /** @description INVALID_BODY: malformed JSON, an unknown field, a missing or unknown origin, no items or more than 1,000. Items are checked one by one: their own failures are in the 200 answer. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1906,7 +1905,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUser"];
                 };
             };
-            /** @description INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. */
+            /** @description INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. INVALID_BODY: a query value holding NUL (%00); a body that is not JSON, not application/json, nested deeper than 32 levels, or holding NUL or '__proto__'. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -1994,7 +1993,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUserDeleted"];
                 };
             };
-            /** @description DELETE_FAILED: the database refused the delete (no rule of the stock schema does). INVALID_BODY: a body that is not valid JSON (DELETE takes no body). INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. */
+            /** @description DELETE_FAILED: the database refused the delete (no rule of the stock schema does). INVALID_BODY: a body that is not valid JSON (DELETE takes no body). INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2124,7 +2123,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUser"];
                 };
             };
-            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` names the field at fault. Also a read-only field (_id, origin, createdAt, updatedAt, lastSeenAt). UPDATE_FAILED: the email or phone is on another record (`field`, `existingId`), or the database refused the change. INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. */
+            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` names the field at fault. Also a read-only field (_id, origin, createdAt, updatedAt, lastSeenAt). UPDATE_FAILED: the email or phone is on another record (`field`, `existingId`), or the database refused the change. INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2961,6 +2960,15 @@ export interface operations {
                     "application/json": components["schemas"]["ChannelError"];
                 };
             };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
             /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
             500: {
                 headers: {
@@ -3322,10 +3330,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ProviderWebhookChallenge"];
+                    "text/plain": components["schemas"]["ProviderWebhookChallenge"];
                 };
             };
-            /** @description The key is not allowed to do this. */
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description FORBIDDEN: The key is not allowed to do this. */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3334,7 +3351,7 @@ export interface operations {
                     "application/json": components["schemas"]["CodedError"];
                 };
             };
-            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -3343,7 +3360,7 @@ export interface operations {
                     "application/json": components["schemas"]["CodedError"];
                 };
             };
-            /** @description The server is shutting down; retry on another instance or in a moment. */
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3379,7 +3396,7 @@ export interface operations {
                     "application/json": components["schemas"]["ProviderWebhookReceived"];
                 };
             };
-            /** @description Bad request: invalid input. */
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3388,7 +3405,7 @@ export interface operations {
                     "application/json": components["schemas"]["CodedError"];
                 };
             };
-            /** @description Missing or invalid X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the app secret). */
+            /** @description UNAUTHORIZED: missing or invalid X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the app secret). */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3397,7 +3414,7 @@ export interface operations {
                     "application/json": components["schemas"]["CodedError"];
                 };
             };
-            /** @description Request body too large. */
+            /** @description PAYLOAD_TOO_LARGE: Request body too large. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3406,7 +3423,7 @@ export interface operations {
                     "application/json": components["schemas"]["CodedError"];
                 };
             };
-            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -3415,7 +3432,7 @@ export interface operations {
                     "application/json": components["schemas"]["CodedError"];
                 };
             };
-            /** @description The server is shutting down; retry on another instance or in a moment. */
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3484,6 +3501,15 @@ export interface operations {
                     "application/json": components["schemas"]["ChannelError"];
                 };
             };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
             /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
             500: {
                 headers: {
@@ -3531,7 +3557,7 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
-            /** @description Bad request: invalid input. */
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3540,7 +3566,7 @@ export interface operations {
                     "application/json": components["schemas"]["CodedError"];
                 };
             };
-            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
             500: {
                 headers: {
                     [name: string]: unknown;
