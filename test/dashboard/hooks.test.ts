@@ -80,6 +80,14 @@ describe.each(DIALECTS)('dashboard: an agent’s hook (%s)', (dialect) => {
     expect(made.body).toContain('It will not be shown again.');
     const [endpoint] = await listEndpoints(t.ctx.db, org.id);
     expect(endpoint).toMatchObject({ agentId: agent.id, url: `${receiver.url}/made`, events: ['message.received'] });
+    // Only its seal is stored: the row holds neither the secret nor its body.
+    const stored = await t.ctx.db
+      .selectFrom('event_endpoints')
+      .select('secret')
+      .where('id', '=', endpoint?.id ?? '')
+      .executeTakeFirstOrThrow();
+    expect(stored.secret).not.toContain(secret?.slice(6) ?? 'whsec_');
+    expect(t.ctx.messaging.secrets.open(stored.secret)).toBe(secret);
     // Never shown again: not on the agent's page nor on the Agents list.
     for (const url of [page, '/dashboard/agents']) {
       const again = await owner.get(url);
