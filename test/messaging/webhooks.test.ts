@@ -797,9 +797,9 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
       type: 'object',
       properties: { entry: { type: 'array' } },
     });
-    // The description then names the codes the answer can carry (http/implied-responses.ts).
-    expect(op?.responses?.['401']?.description).toMatch(
-      /^Missing or invalid X-Hub-Signature-256 \(HMAC-SHA256 of the raw body with the app secret\)\./,
+    // The description names first the code the answer carries (http/errors.ts, codedDescription).
+    expect(op?.responses?.['401']?.description).toBe(
+      'UNAUTHORIZED: missing or invalid X-Hub-Signature-256 (HMAC-SHA256 of the raw body with the app secret).',
     );
   });
 
