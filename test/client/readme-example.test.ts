@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childEnv, freePort, ROOT, runCli, type ServeProcess, startServe } from '../helpers/cli.js';
+import { runToEnd } from '../helpers/run-to-end.js';
 
 interface Demo {
   orgId: string;
@@ -52,26 +52,9 @@ describe("the client README's example against `parley demo` (sqlite)", () => {
     const file = join(dataDir, 'example.mts');
     writeFileSync(file, code.replace("'@parley/client'", JSON.stringify(join(ROOT, 'packages/client/dist/index.js'))));
     const agent = demo.agents.find((a) => a.name === 'Support')?.id ?? '';
-    const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', file], {
-        cwd: ROOT,
-        env: childEnv({ PARLEY_URL: demo.baseUrl, ORG_KEY: demo.keys.organization, AGENT: agent }),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => {
-        stdout += d.toString();
-      });
-      child.stderr.on('data', (d: Buffer) => {
-        stderr += d.toString();
-      });
-      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-      child.on('error', reject);
-      child.on('close', (exit) => {
-        clearTimeout(timer);
-        resolve({ code: exit, stdout, stderr });
-      });
+    const run = await runToEnd(process.execPath, ['--import', 'tsx', file], {
+      cwd: ROOT,
+      env: childEnv({ PARLEY_URL: demo.baseUrl, ORG_KEY: demo.keys.organization, AGENT: agent }),
     });
     expect(run.code, run.stderr).toBe(0);
     const sent = /^sent (wamid\.\S+)$/m.exec(run.stdout)?.[1] ?? '';

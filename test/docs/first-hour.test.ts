@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLI_ENTRY, childEnv, freePort, ROOT } from '../helpers/cli.js';
+import { type Finished, runToEnd } from '../helpers/run-to-end.js';
 import { until } from '../helpers/wait.js';
 
 /**
@@ -125,26 +126,11 @@ class FirstHour {
   }
 
   /** Runs a command to its end in bash; resolves with its output. */
-  run(command: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn('bash', ['-c', command], { cwd: this.dir, env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => {
-        stdout += d.toString();
-      });
-      child.stderr.on('data', (d: Buffer) => {
-        stderr += d.toString();
-      });
-      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-      child.on('error', reject);
-      child.on('close', (code) => {
-        clearTimeout(timer);
-        this.seen += `${stdout}\n${stderr}\n`;
-        this.applyExports(stdout);
-        resolve({ code, stdout, stderr });
-      });
-    });
+  async run(command: string): Promise<Finished> {
+    const done = await runToEnd('bash', ['-c', command], { cwd: this.dir, env: this.env });
+    this.seen += `${done.stdout}\n${done.stderr}\n`;
+    this.applyExports(done.stdout);
+    return done;
   }
 
   /** A command that runs on: started, then waited for until it serves. */
