@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { inTransaction, recordAudit } from '../audit/audit.service.js';
 import type { DB } from '../db/schema.js';
@@ -15,6 +15,7 @@ import {
   listOpenInvitationRows,
 } from './invitation.repository.js';
 import { findUserByEmail } from './session.repository.js';
+import { tokenHash } from './token-hash.js';
 import { countOwners, findUserRow, listUserRows } from './user.repository.js';
 import { canManage, createUser, normalizeEmail, ROLES, removeUser, type User } from './user.service.js';
 
@@ -51,8 +52,6 @@ const toInvitation = (row: InvitationTable): Invitation => ({
   createdAt: Number(row.created_at),
   expiresAt: Number(row.expires_at),
 });
-
-const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
 /** Owners grant any role; admins grant admin and member; members grant nothing. */
 export function mayGrant(actor: Role, role: Role): boolean {
@@ -112,7 +111,7 @@ export async function invitePerson(
     org_id: input.orgId,
     email,
     role,
-    token_hash: sha256(token),
+    token_hash: tokenHash(token),
     invited_by: input.actor.email,
     created_at: now,
     expires_at: now + INVITATION_TTL_MS,
@@ -142,7 +141,7 @@ export async function invitationByToken(
   clock: Clock,
   token: string,
 ): Promise<{ invitation: Invitation; org: Organization }> {
-  const row = token && token.length <= 100 ? await findInvitationByHash(db, sha256(token)) : undefined;
+  const row = token && token.length <= 100 ? await findInvitationByHash(db, tokenHash(token)) : undefined;
   if (!row || row.accepted_at !== null || Number(row.expires_at) <= clock.now()) {
     throw new AppError('NOT_FOUND', INVITATION_GONE);
   }

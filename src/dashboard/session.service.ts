@@ -18,6 +18,7 @@ import {
   insertSession,
   touchSession,
 } from './session.repository.js';
+import { tokenHash } from './token-hash.js';
 import { setLastSignIn, setPasswordHash } from './user.repository.js';
 import { toUser, type User } from './user.service.js';
 
@@ -28,8 +29,6 @@ export const SIGN_IN_LIMITED = 'Too many failed sign-ins. Wait 15 minutes and tr
 /** Password hashes (scrypt, a thread each) run at most this many at once per process; the rest queue. */
 export const CONCURRENT_PASSWORD_CHECKS = 2;
 const passwordChecks = new Semaphore(CONCURRENT_PASSWORD_CHECKS);
-
-const sha256 = (value: string) => createHash('sha256').update(value).digest('hex');
 
 /** The CSRF token of a session: derived from its token, so it is neither stored nor derivable from the database. */
 export const csrfTokenOf = (sessionToken: string) =>
@@ -104,7 +103,7 @@ export async function openSession(
 ): Promise<{ token: string; session: Session }> {
   const now = clock.now();
   const token = randomBytes(32).toString('base64url');
-  await insertSession(db, { tokenHash: sha256(token), userId: user.id, orgId: user.orgId, at: now });
+  await insertSession(db, { tokenHash: tokenHash(token), userId: user.id, orgId: user.orgId, at: now });
   await setLastSignIn(db, user.id, now);
   const org = await getOrganization(db, user.orgId);
   return { token, session: { user, org, csrfToken: csrfTokenOf(token) } };
@@ -122,17 +121,17 @@ export async function sessionOf(
 ): Promise<Session | undefined> {
   const idleMs = ages.sessionIdleMs;
   if (!token || token.length > 100) return undefined;
-  const tokenHash = sha256(token);
-  const row = await findSessionWithUser(db, tokenHash);
+  const hash = tokenHash(token);
+  const row = await findSessionWithUser(db, hash);
   if (!row || row.session_org_id !== row.org_id) return undefined;
   const now = clock.now();
   if (now - row.last_seen_at > idleMs || now - row.session_created_at > ages.sessionMaxMs) {
-    await deleteSession(db, tokenHash);
+    await deleteSession(db, hash);
     return undefined;
   }
   // One write a minute at most (or sooner for short idle times), not one per page.
   if (now - row.last_seen_at > Math.min(60_000, idleMs / 10)) {
-    await touchSession(db, tokenHash, now);
+    await touchSession(db, hash, now);
   }
   const org = await getOrganization(db, row.org_id);
   const { last_seen_at: _seen, session_org_id: _org, session_created_at: _created, ...user } = row;
@@ -141,5 +140,5 @@ export async function sessionOf(
 
 export async function endSession(db: Kysely<DB>, token: string | undefined): Promise<void> {
   if (!token) return;
-  await deleteSession(db, sha256(token));
+  await deleteSession(db, tokenHash(token));
 }
