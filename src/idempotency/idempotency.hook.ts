@@ -1,6 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import type { AppContext } from '../context.js';
+import { RETRY_WAITS_MS, retryWhileUnavailable } from '../db/retry-unavailable.js';
 import { principalOf, settleKeyEpoch } from '../http/auth.js';
 import { completeClaim, releaseClaim } from './idempotency.repository.js';
 import {
@@ -104,15 +105,27 @@ export function idempotency(
     const claim = claims.get(request);
     if (!claim) return payload;
     claims.delete(request);
+    const outcome =
+      (reply.statusCode < 500 || keep.has(request)) && typeof payload === 'string'
+        ? { status: reply.statusCode, body: payload }
+        : undefined;
+    // Written before the answer goes out, so a retry the caller makes on hearing it finds the key
+    // done (or free). A connection lost under the write (a terminated backend, a failover) is not
+    // the request's fault: the write runs again on a fresh connection (it is a compare-and-set on
+    // this claim, safe to repeat), or the key would answer 409 until its claim counts as abandoned.
     try {
-      if ((reply.statusCode < 500 || keep.has(request)) && typeof payload === 'string') {
-        await completeClaim(ctx.db, claim, { status: reply.statusCode, body: payload });
-      } else {
-        await releaseClaim(ctx.db, claim);
-      }
+      await retryWhileUnavailable(
+        () => (outcome ? completeClaim(ctx.db, claim, outcome) : releaseClaim(ctx.db, claim)),
+        RETRY_WAITS_MS,
+        (err, attempt) =>
+          request.log.warn({ err, attempt }, 'recording the outcome of an idempotent request failed; retrying'),
+      );
     } catch (err) {
       // The response still goes out; the claim stays in flight until it is considered abandoned.
-      request.log.error({ err }, 'could not record the outcome of an idempotent request');
+      request.log.error(
+        { err },
+        'could not record the outcome of an idempotent request; its key answers 409 until its claim counts as abandoned',
+      );
     }
     return payload;
   }

@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAGIC_NUMBERS } from '../../src/sandbox/index.js';
+import { PG_URL } from '../helpers/app.js';
+import {
+  createMessagingApp,
+  type MessagingTestApp,
+  makeSendingTenant,
+  randomPhone,
+  templateSend,
+} from '../helpers/messaging.js';
+
+const SEND = '/api/channels/send';
+
+/**
+ * PostgreSQL only: a connection lost in the middle of a statement is PostgreSQL's (a backend
+ * terminated, a restart, a failover); SQLite has no connection to lose.
+ *
+ * The database itself ends the connection at the exact statement: a trigger on the idempotency
+ * table terminates its own backend when the outcome of a planned key is written (an UPDATE to
+ * `done`) or its claim released (a DELETE), as many times as planned. A sequence counts the
+ * attempts, as a sequence survives the rollback of the statement that advanced it.
+ */
+describe.skipIf(!PG_URL)('the outcome of an idempotent request when its connection is lost (postgres)', () => {
+  let t: MessagingTestApp;
+  let planned = 0;
+  beforeAll(async () => {
+    t = await createMessagingApp('postgres');
+    await sql`create table lost_connection_plan (key text not null, op text not null, kills int not null, seq text not null)`.execute(
+      t.ctx.db,
+    );
+    await sql`
+      create function lose_connection() returns trigger language plpgsql as $$
+      declare plan record;
+      begin
+        select * into plan from lost_connection_plan where key = OLD.key and op = TG_OP;
+        if found and (TG_OP = 'DELETE' or NEW.state = 'done') and nextval(plan.seq::regclass) <= plan.kills then
+          perform pg_terminate_backend(pg_backend_pid());
+          perform pg_sleep(10);
+        end if;
+        return case when TG_OP = 'DELETE' then OLD else NEW end;
+      end $$`.execute(t.ctx.db);
+    await sql`create trigger lose_connection before update or delete on idempotency_keys
+      for each row execute function lose_connection()`.execute(t.ctx.db);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  /** The next `kills` writes of `op` on `key` lose their connection; how many were attempted. */
+  async function loseConnection(key: string, op: 'UPDATE' | 'DELETE', kills: number) {
+    const seq = `lost_connection_${++planned}`;
+    await sql`create sequence ${sql.id(seq)}`.execute(t.ctx.db);
+    await sql`insert into lost_connection_plan values (${key}, ${op}, ${kills}, ${seq})`.execute(t.ctx.db);
+    return async () => {
+      const r = await sql<{ n: string }>`select last_value as n from ${sql.id(seq)}`.execute(t.ctx.db);
+      return Number(r.rows[0]?.n);
+    };
+  }
+
+  const send = (auth: Record<string, string>, body: unknown, key: string) =>
+    t.app.inject({ method: 'POST', url: SEND, headers: { ...auth, 'idempotency-key': key }, payload: body as object });
+  /** Sends to `to` that reached the sandbox (the provider's wire). */
+  const reachedProvider = (to: string) =>
+    t.sandbox.received.filter((r) => String((r.body as { to?: unknown }).to).replace(/\D/g, '') === to.slice(1)).length;
+  const stored = async (orgId: string, key: string) =>
+    t.ctx.db
+      .selectFrom('idempotency_keys')
+      .select(['state', 'response_status', 'response_body'])
+      .where('org_id', '=', orgId)
+      .where('key', '=', key)
+      .executeTakeFirst();
+
+  it('writes the outcome on a fresh connection, so a retry gets the kept answer and nothing is sent twice', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    const key = randomUUID();
+    const to = randomPhone();
+    const attempts = await loseConnection(key, 'UPDATE', 2);
+    const first = await send(tenant.agentKey.auth, templateSend(undefined, to), key);
+    expect(first.statusCode).toBe(200);
+    // Two writes lost their connection; the third, on a fresh one, stored the answer.
+    expect(await attempts()).toBe(3);
+    expect(await stored(tenant.org.id, key)).toEqual({
+      state: 'done',
+      response_status: 200,
+      response_body: first.body,
+    });
+    const retry = await send(tenant.agentKey.auth, templateSend(undefined, to), key);
+    expect(retry.statusCode).toBe(200);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.body).toBe(first.body);
+    expect(reachedProvider(to)).toBe(1);
+  });
+
+  it('releases a failed send on a fresh connection, so the same key may be retried at once', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    const key = randomUUID();
+    const body = templateSend(undefined, MAGIC_NUMBERS.serverError);
+    const before = reachedProvider(MAGIC_NUMBERS.serverError);
+    const attempts = await loseConnection(key, 'DELETE', 1);
+    const first = await send(tenant.agentKey.auth, body, key);
+    expect(first.statusCode).toBe(502);
+    expect(await attempts()).toBe(2);
+    expect(await stored(tenant.org.id, key)).toBeUndefined();
+    // Not 409 "still in progress": the provider failed for certain, so the key is free again.
+    const retry = await send(tenant.agentKey.auth, body, key);
+    expect(retry.statusCode).toBe(502);
+    expect(retry.headers['idempotent-replayed']).toBeUndefined();
+    expect(reachedProvider(MAGIC_NUMBERS.serverError) - before).toBe(2);
+  });
+
+  it('keeps an unknown outcome (the provider did not answer in time) on a fresh connection too', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    const key = randomUUID();
+    const to = randomPhone();
+    const provider = t.ctx.messaging.provider;
+    const original = provider.send.bind(provider);
+    provider.send = async (input) => {
+      await original(input);
+      return { ok: false, kind: 'unknown', code: null, message: 'no answer within 10000 ms' };
+    };
+    try {
+      const attempts = await loseConnection(key, 'UPDATE', 1);
+      const first = await send(tenant.agentKey.auth, templateSend(undefined, to), key);
+      expect(first.statusCode).toBe(502);
+      expect(await attempts()).toBe(2);
+      const retry = await send(tenant.agentKey.auth, templateSend(undefined, to), key);
+      expect(retry.statusCode).toBe(502);
+      expect(retry.headers['idempotent-replayed']).toBe('true');
+      expect(retry.body).toBe(first.body);
+      expect(reachedProvider(to)).toBe(1);
+    } finally {
+      provider.send = original;
+    }
+  });
+});
