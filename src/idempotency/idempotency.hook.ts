@@ -1,9 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import type { AppContext } from '../context.js';
-import { RETRY_WAITS_MS, retryWhileUnavailable } from '../db/retry-unavailable.js';
 import { principalOf, settleKeyEpoch } from '../http/auth.js';
-import { completeClaim, releaseClaim } from './idempotency.repository.js';
 import {
   type Claim,
   claimIdempotencyKey,
@@ -12,6 +10,7 @@ import {
   purgeExpiredKeys,
   requestHash,
 } from './idempotency.service.js';
+import { outcomeWriterOf } from './outcome-writer.js';
 
 /**
  * `Idempotency-Key` on a route, as two hooks around its handler:
@@ -59,6 +58,7 @@ export function idempotency(
   const keep = new WeakSet<FastifyRequest>();
   const inFlightExpiryMs = Math.max(options.inFlightExpiryMs ?? 0, IDEMPOTENCY_STALE_IN_FLIGHT_MS);
   let lastPurge = Number.NEGATIVE_INFINITY;
+  const outcomes = outcomeWriterOf(ctx);
 
   async function idempotencyPreHandler(request: FastifyRequest, reply: FastifyReply) {
     const key = parseIdempotencyKey(request.headers['idempotency-key']);
@@ -109,24 +109,9 @@ export function idempotency(
       (reply.statusCode < 500 || keep.has(request)) && typeof payload === 'string'
         ? { status: reply.statusCode, body: payload }
         : undefined;
-    // Written before the answer goes out, so a retry the caller makes on hearing it finds the key
-    // done (or free). A connection lost under the write (a terminated backend, a failover) is not
-    // the request's fault: the write runs again on a fresh connection (it is a compare-and-set on
-    // this claim, safe to repeat), or the key would answer 409 until its claim counts as abandoned.
-    try {
-      await retryWhileUnavailable(
-        () => (outcome ? completeClaim(ctx.db, claim, outcome) : releaseClaim(ctx.db, claim)),
-        RETRY_WAITS_MS,
-        (err, attempt) =>
-          request.log.warn({ err, attempt }, 'recording the outcome of an idempotent request failed; retrying'),
-      );
-    } catch (err) {
-      // The response still goes out; the claim stays in flight until it is considered abandoned.
-      request.log.error(
-        { err },
-        'could not record the outcome of an idempotent request; its key answers 409 until its claim counts as abandoned',
-      );
-    }
+    // Before the answer goes out, so a retry the caller makes on hearing it finds the key done (or
+    // free); a write a passing fault refuses is tried again (outcome-writer.ts).
+    await outcomes.write(claim, outcome, claim.createdAt + inFlightExpiryMs, request.log);
     return payload;
   }
 

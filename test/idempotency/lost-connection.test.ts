@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { QUICK_WAITS_MS } from '../../src/idempotency/outcome-writer.js';
 import { MAGIC_NUMBERS } from '../../src/sandbox/index.js';
 import { PG_URL } from '../helpers/app.js';
 import {
@@ -10,6 +11,7 @@ import {
   randomPhone,
   templateSend,
 } from '../helpers/messaging.js';
+import { until } from '../helpers/wait.js';
 
 const SEND = '/api/channels/send';
 
@@ -108,6 +110,25 @@ describe.skipIf(!PG_URL)('the outcome of an idempotent request when its connecti
     expect(retry.statusCode).toBe(502);
     expect(retry.headers['idempotent-replayed']).toBeUndefined();
     expect(reachedProvider(MAGIC_NUMBERS.serverError) - before).toBe(2);
+  });
+
+  it('when the fault outlasts the quick retries, answers and writes the outcome in the background', async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    const key = randomUUID();
+    const to = randomPhone();
+    // One write and the five quick retries lose their connection; the first background one does not.
+    const attempts = await loseConnection(key, 'UPDATE', QUICK_WAITS_MS.length + 1);
+    const first = await send(tenant.agentKey.auth, templateSend(undefined, to), key);
+    expect(first.statusCode).toBe(200);
+    expect(await attempts()).toBe(QUICK_WAITS_MS.length + 1);
+    // Meanwhile the key is still in flight: a retry is told so, and nothing is sent again.
+    expect((await send(tenant.agentKey.auth, templateSend(undefined, to), key)).statusCode).toBe(409);
+    await until(async () => (await stored(tenant.org.id, key))?.state === 'done', 'the outcome written later', 10_000);
+    const retry = await send(tenant.agentKey.auth, templateSend(undefined, to), key);
+    expect(retry.statusCode).toBe(200);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.body).toBe(first.body);
+    expect(reachedProvider(to)).toBe(1);
   });
 
   it('keeps an unknown outcome (the provider did not answer in time) on a fresh connection too', async () => {
