@@ -1,7 +1,9 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import type { AppContext } from '../context.js';
+import { laterWritesOf } from '../db/later-writes.js';
 import { principalOf, settleKeyEpoch } from '../http/auth.js';
+import { completeClaim, releaseClaim } from './idempotency.repository.js';
 import {
   type Claim,
   claimIdempotencyKey,
@@ -10,7 +12,6 @@ import {
   purgeExpiredKeys,
   requestHash,
 } from './idempotency.service.js';
-import { outcomeWriterOf } from './outcome-writer.js';
 
 /**
  * `Idempotency-Key` on a route, as two hooks around its handler:
@@ -58,7 +59,7 @@ export function idempotency(
   const keep = new WeakSet<FastifyRequest>();
   const inFlightExpiryMs = Math.max(options.inFlightExpiryMs ?? 0, IDEMPOTENCY_STALE_IN_FLIGHT_MS);
   let lastPurge = Number.NEGATIVE_INFINITY;
-  const outcomes = outcomeWriterOf(ctx);
+  const later = laterWritesOf(ctx);
 
   async function idempotencyPreHandler(request: FastifyRequest, reply: FastifyReply) {
     const key = parseIdempotencyKey(request.headers['idempotency-key']);
@@ -109,9 +110,18 @@ export function idempotency(
       (reply.statusCode < 500 || keep.has(request)) && typeof payload === 'string'
         ? { status: reply.statusCode, body: payload }
         : undefined;
-    // Before the answer goes out, so a retry the caller makes on hearing it finds the key done (or
-    // free); a write a passing fault refuses is tried again (outcome-writer.ts).
-    await outcomes.write(claim, outcome, claim.createdAt + inFlightExpiryMs, request.log);
+    // Before the answer goes out, so that a retry the caller makes on hearing it finds the key done
+    // (or free). Until it is written the key answers 409, and only once the claim counts as
+    // abandoned may it be used again: the wait that keeps a send of a process that died mid-request
+    // from going out twice (nobody can know whether it reached the provider). This process knows,
+    // so a write a passing fault refuses (a lost connection, a restart, a full disk) is tried again
+    // (later-writes.ts) until the claim would count as abandoned anyway. It is a compare-and-set on
+    // this claim: repeating one that did commit, or writing after a takeover, changes nothing.
+    await later.run(
+      'recording the outcome of an idempotent request',
+      () => (outcome ? completeClaim(ctx.db, claim, outcome) : releaseClaim(ctx.db, claim)),
+      { until: claim.createdAt + inFlightExpiryMs, log: request.log, context: { orgId: claim.orgId } },
+    );
     return payload;
   }
 

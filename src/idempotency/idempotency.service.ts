@@ -12,7 +12,7 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 /**
  * An in-flight claim older than this belongs to a process that died mid-request (a send gives
  * up on the provider after its timeout, seconds; a live process writes its outcome even through a
- * lost connection or a full disk, outcome-writer.ts), so it stops blocking the key; a route whose
+ * lost connection or a full disk, idempotency.hook.ts), so it stops blocking the key; a route whose
  * requests can take longer passes a longer expiry (the send: three provider timeouts plus a minute).
  * If that process had already reached the provider, a retry after this point may send a second
  * time: the price of not locking a key for 24 hours after a crash.
