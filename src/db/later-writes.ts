@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { Clock } from '../shared/clock.js';
-import { isPassingFault, retrying } from './retry.js';
+import { isPassingFault, QUICK_WAITS_MS, retrying } from './retry.js';
 import type { DB } from './schema.js';
 
 /**
@@ -20,7 +20,6 @@ import type { DB } from './schema.js';
  * may be lost after its commit, before its answer. A process that stops or dies loses what it had
  * not written yet: what depends on it (an idempotent claim) must have its own way out.
  */
-export const QUICK_WAITS_MS: readonly number[] = [50, 100, 200, 400, 800];
 export const LATER_EVERY_MS = 2_000;
 /** Writes kept for later at most; past that the oldest are given up (and logged). */
 export const MAX_LATER_WRITES = 10_000;

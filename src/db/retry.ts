@@ -11,6 +11,9 @@ export function isPassingFault(err: unknown): boolean {
   return isDatabaseUnavailable(err) || isStorageFailure(err);
 }
 
+/** Quick retries: 5 more attempts over about 1.5 s (a lost connection costs a few milliseconds). */
+export const QUICK_WAITS_MS: readonly number[] = [50, 100, 200, 400, 800];
+
 export interface RetryOptions {
   /** The waits between attempts: one attempt more than there are waits. */
   readonly waitsMs: readonly number[];

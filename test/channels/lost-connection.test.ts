@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QUICK_WAITS_MS } from '../../src/db/later-writes.js';
+import { QUICK_WAITS_MS } from '../../src/db/retry.js';
 import { MAGIC_NUMBERS } from '../../src/sandbox/index.js';
 import { PG_URL } from '../helpers/app.js';
 import {
