@@ -1,13 +1,14 @@
 /**
  * What a send records once the provider has answered: the failure and the undo of what the send
  * made, or the acceptance, `conversation.started`, and the statuses that outran the message.
- * Bookkeeping that fails here is logged, never the caller's answer (the stored message and its
- * callback data still let later statuses find it).
+ * Bookkeeping that fails here is never the caller's answer: it is tried again while the process
+ * lives, else logged (the stored message and its callback data still let later statuses find it).
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { ConversationTable } from '../conversations/conversation.tables.js';
 import { deleteUnstartedConversation, emitConversationStarted, raiseMessageStatuses } from '../conversations/index.js';
+import { laterWritesOf } from '../db/later-writes.js';
 import type { DB } from '../db/schema.js';
 import { deleteEndUserMadeForSend } from '../end-users/index.js';
 import type { JobRunner } from '../jobs/job-runner.js';
@@ -48,18 +49,26 @@ export interface SentTo {
   readonly created: boolean;
 }
 
-/** Runs a write, logging its failure (the provider has answered: the caller's answer stands). */
+/**
+ * How long a process keeps trying to record what the provider answered, when a passing fault (a
+ * lost connection, a restart, a full disk) refuses the write: the provider's ID is what its status
+ * webhooks are matched by, and without the acceptance the message stays pending.
+ */
+const RECORD_FOR_MS = 60 * 60 * 1000;
+
+/**
+ * Runs a write; one a passing fault refuses is tried again, at once and then in the background
+ * (later-writes.ts), and one that fails for good is logged: the provider has answered, so the
+ * caller's answer stands whatever happens here. True when it was written now. Each write is safe
+ * to repeat (an update to a known state, a delete by ID; an event keeps its ID).
+ */
 function recorder(deps: AfterSendDeps, sent: Answered) {
-  return async (what: string, write: () => Promise<unknown>): Promise<void> => {
-    try {
-      await write();
-    } catch (err) {
-      deps.logger.error(
-        { err, messageId: sent.id, providerMessageId: sent.providerMessageId },
-        `the provider answered a send, but recording ${what} failed`,
-      );
-    }
-  };
+  const later = laterWritesOf(deps);
+  return (what: string, write: () => Promise<unknown>): Promise<boolean> =>
+    later.run(`recording ${what} of a send the provider answered`, write, {
+      until: deps.clock.now() + RECORD_FOR_MS,
+      context: { messageId: sent.id, providerMessageId: sent.providerMessageId },
+    });
 }
 
 /**
@@ -112,8 +121,7 @@ export async function recordSendAccepted(
   const record = recorder(deps, sent);
   const { opened, endUser } = made;
   const events = { db: deps.db, jobs: deps.jobs, clock: deps.clock };
-  let accepted = false;
-  await record('the acceptance', async () => {
+  const accepted = await record('the acceptance', async () => {
     await recordAcceptance(deps.db, {
       id: sent.id,
       providerMessageId: sent.providerMessageId,
@@ -127,7 +135,6 @@ export async function recordSendAccepted(
         at: sent.at,
       });
     }
-    accepted = true;
   });
   if (!accepted) return;
   const outran = async () => {

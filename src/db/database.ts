@@ -24,6 +24,8 @@ import { ConfigError, type DatabaseConfig } from '../config.js';
 import { ensurePrivateDir, ensurePrivateFile, SQLITE_COMPANIONS } from '../shared/private-files.js';
 import { transactionCommitted, transactionRolledBack } from './after-commit.js';
 import { startCheckpointer, WAL_SIZE_LIMIT } from './checkpointer.js';
+import { isConnectionLost } from './db-errors.js';
+import { droppingLostConnections } from './lost-connections.js';
 import { type MigrationDeps, migrationProviderWith } from './migrations/index.js';
 import { isPostgres, usePgStatements, useSqliteStatements } from './precompiled.js';
 import type { DB } from './schema.js';
@@ -94,9 +96,18 @@ class AfterCommitPostgresDriver extends PostgresDriver {
     transactionCommitted(connection);
   }
 
+  /**
+   * A transaction whose connection was lost is already rolled back by the server; the ROLLBACK
+   * that follows would fail on the dead connection and hide the real error.
+   */
   override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
     transactionRolledBack(connection);
-    await super.rollbackTransaction(connection);
+    try {
+      await super.rollbackTransaction(connection);
+    } catch (err) {
+      if (isConnectionLost(err)) return;
+      throw err;
+    }
   }
 }
 
@@ -238,7 +249,7 @@ export async function openDatabase(config: DatabaseConfig, options: OpenOptions 
       'PostgreSQL dropped an idle connection; it will be replaced',
     );
   });
-  const db = new Kysely<DB>({ dialect: new AfterCommitPostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new AfterCommitPostgresDialect({ pool: droppingLostConnections(pool) }) });
   usePgStatements(db, pool);
   return { db, dialect: 'postgres', sqlite: undefined, close: () => db.destroy() };
 }

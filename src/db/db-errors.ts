@@ -43,6 +43,22 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return typeof message === 'string' && PG_MESSAGES.some((m) => message.includes(m));
 }
 
+/**
+ * True when `err` says the connection a statement ran on is gone or unusable (the server ended it:
+ * a terminated backend, a restart, a failover; the socket failed; no answer in time, so the
+ * connection is still busy with the statement): the connection must not run another.
+ */
+export function isConnectionLost(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, message, severity } = err as { code?: unknown; message?: unknown; severity?: unknown };
+  if (severity === 'FATAL' || severity === 'PANIC') return true;
+  if (typeof code === 'string') {
+    if (code === '57P01' || code === '57P02' || code === '57P03' || NETWORK.has(code)) return true;
+    if (/^08[0-9A-Z]{3}$/.test(code)) return true;
+  }
+  return typeof message === 'string' && PG_MESSAGES.some((m) => message.includes(m));
+}
+
 /** The 503 a request gets while the database cannot answer, in whichever envelope its route uses. */
 export function databaseUnavailable(): AppError {
   return new AppError('SERVICE_UNAVAILABLE', 'The database is unavailable right now; retry in a few seconds.', {

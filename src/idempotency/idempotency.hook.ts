@@ -1,6 +1,7 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify';
 import type { AppContext } from '../context.js';
+import { laterWritesOf } from '../db/later-writes.js';
 import { principalOf, settleKeyEpoch } from '../http/auth.js';
 import { completeClaim, releaseClaim } from './idempotency.repository.js';
 import {
@@ -58,6 +59,7 @@ export function idempotency(
   const keep = new WeakSet<FastifyRequest>();
   const inFlightExpiryMs = Math.max(options.inFlightExpiryMs ?? 0, IDEMPOTENCY_STALE_IN_FLIGHT_MS);
   let lastPurge = Number.NEGATIVE_INFINITY;
+  const later = laterWritesOf(ctx);
 
   async function idempotencyPreHandler(request: FastifyRequest, reply: FastifyReply) {
     const key = parseIdempotencyKey(request.headers['idempotency-key']);
@@ -104,16 +106,22 @@ export function idempotency(
     const claim = claims.get(request);
     if (!claim) return payload;
     claims.delete(request);
-    try {
-      if ((reply.statusCode < 500 || keep.has(request)) && typeof payload === 'string') {
-        await completeClaim(ctx.db, claim, { status: reply.statusCode, body: payload });
-      } else {
-        await releaseClaim(ctx.db, claim);
-      }
-    } catch (err) {
-      // The response still goes out; the claim stays in flight until it is considered abandoned.
-      request.log.error({ err }, 'could not record the outcome of an idempotent request');
-    }
+    const outcome =
+      (reply.statusCode < 500 || keep.has(request)) && typeof payload === 'string'
+        ? { status: reply.statusCode, body: payload }
+        : undefined;
+    // Before the answer goes out, so that a retry the caller makes on hearing it finds the key done
+    // (or free). Until it is written the key answers 409, and only once the claim counts as
+    // abandoned may it be used again: the wait that keeps a send of a process that died mid-request
+    // from going out twice (nobody can know whether it reached the provider). This process knows,
+    // so a write a passing fault refuses (a lost connection, a restart, a full disk) is tried again
+    // (later-writes.ts) until the claim would count as abandoned anyway. It is a compare-and-set on
+    // this claim: repeating one that did commit, or writing after a takeover, changes nothing.
+    await later.run(
+      'recording the outcome of an idempotent request',
+      () => (outcome ? completeClaim(ctx.db, claim, outcome) : releaseClaim(ctx.db, claim)),
+      { until: claim.createdAt + inFlightExpiryMs, log: request.log, context: { orgId: claim.orgId } },
+    );
     return payload;
   }
 

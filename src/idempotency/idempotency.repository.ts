@@ -7,7 +7,7 @@ export type IdempotencyRow = IdempotencyKeyTable;
 /** Inserts an in-flight claim; throws a unique violation when the key is taken. */
 export async function insertClaim(
   db: Kysely<DB>,
-  row: { orgId: string; key: string; requestHash: string; createdAt: number },
+  row: { orgId: string; key: string; requestHash: string; createdAt: number; claimToken: string },
 ): Promise<void> {
   await db
     .insertInto('idempotency_keys')
@@ -19,6 +19,7 @@ export async function insertClaim(
       response_status: null,
       response_body: null,
       created_at: row.createdAt,
+      claim_token: row.claimToken,
     })
     .execute();
 }
@@ -39,7 +40,7 @@ export async function findClaim(db: Kysely<DB>, orgId: string, key: string): Pro
 export async function takeOverClaim(
   db: Kysely<DB>,
   seen: Pick<IdempotencyRow, 'org_id' | 'key' | 'created_at' | 'state'>,
-  next: { requestHash: string; createdAt: number },
+  next: { requestHash: string; createdAt: number; claimToken: string },
 ): Promise<boolean> {
   const result = await db
     .updateTable('idempotency_keys')
@@ -49,6 +50,7 @@ export async function takeOverClaim(
       response_status: null,
       response_body: null,
       created_at: next.createdAt,
+      claim_token: next.claimToken,
     })
     .where('org_id', '=', seen.org_id)
     .where('key', '=', seen.key)

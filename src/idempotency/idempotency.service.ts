@@ -1,17 +1,26 @@
 import { createHash } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { isUniqueViolation } from '../db/db-errors.js';
+import { isConnectionLost, isUniqueViolation } from '../db/db-errors.js';
+import { QUICK_WAITS_MS, retrying } from '../db/retry.js';
 import type { DB } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
-import { deleteOlderThan, findClaim, insertClaim, takeOverClaim } from './idempotency.repository.js';
+import { randomBase62 } from '../shared/ids.js';
+import {
+  deleteOlderThan,
+  findClaim,
+  type IdempotencyRow,
+  insertClaim,
+  takeOverClaim,
+} from './idempotency.repository.js';
 
 /** How long a finished key replays its response; after that the key may be used afresh. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /**
  * An in-flight claim older than this belongs to a process that died mid-request (a send gives
- * up on the provider after its timeout, seconds), so it stops blocking the key; a route whose
+ * up on the provider after its timeout, seconds; a live process writes its outcome even through a
+ * lost connection or a full disk, idempotency.hook.ts), so it stops blocking the key; a route whose
  * requests can take longer passes a longer expiry (the send: three provider timeouts plus a minute).
  * If that process had already reached the provider, a retry after this point may send a second
  * time: the price of not locking a key for 24 hours after a crash.
@@ -27,6 +36,8 @@ export interface Claim {
   readonly orgId: string;
   readonly key: string;
   readonly createdAt: number;
+  /** Random, this claim's own (the row's `claim_token`). */
+  readonly token: string;
 }
 
 export type ClaimOutcome =
@@ -77,6 +88,9 @@ export async function purgeExpiredKeys(db: Kysely<DB>, clock: Clock): Promise<vo
  *  - another body (hash): 422 IDEMPOTENCY_MISMATCH;
  *  - still in flight: 409 IDEMPOTENCY_IN_FLIGHT;
  *  - done: the stored response, to replay.
+ * A claim whose answer was lost with its connection (it may have committed) is read back on a
+ * fresh connection: its random token says whether it is this request's. Left unread, a committed
+ * claim would block the key until it counts as abandoned, with no request behind it.
  */
 export async function claimIdempotencyKey(
   db: Kysely<DB>,
@@ -84,23 +98,39 @@ export async function claimIdempotencyKey(
   input: { orgId: string; key: string; requestHash: string },
   inFlightExpiryMs = IDEMPOTENCY_STALE_IN_FLIGHT_MS,
 ): Promise<ClaimOutcome> {
+  const claimed = (createdAt: number, token: string): ClaimOutcome => ({
+    kind: 'claimed',
+    claim: { orgId: input.orgId, key: input.key, createdAt, token },
+  });
+  /** After a lost answer: the row as it is now, read on a fresh connection (which may throw, a 503). */
+  const readBack = () => retrying(() => findClaim(db, input.orgId, input.key), { waitsMs: QUICK_WAITS_MS });
   // A few rounds cover a row released or taken over between our INSERT and our SELECT.
   for (let round = 0; round < 4; round++) {
     const now = clock.now();
+    const token = randomBase62(22);
+    let row: IdempotencyRow | undefined;
     try {
-      await insertClaim(db, { ...input, createdAt: now });
-      return { kind: 'claimed', claim: { orgId: input.orgId, key: input.key, createdAt: now } };
+      await insertClaim(db, { ...input, createdAt: now, claimToken: token });
+      return claimed(now, token);
     } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
+      if (isConnectionLost(err)) {
+        row = await readBack();
+        if (row?.claim_token === token) return claimed(now, token);
+      } else if (!isUniqueViolation(err)) throw err;
     }
-    const row = await findClaim(db, input.orgId, input.key);
+    row ??= await findClaim(db, input.orgId, input.key);
     if (!row) continue;
     const expired = row.created_at <= now - IDEMPOTENCY_TTL_MS;
     const abandoned = row.state === 'in_flight' && row.created_at <= now - inFlightExpiryMs;
     if (expired || abandoned) {
-      if (await takeOverClaim(db, row, { requestHash: input.requestHash, createdAt: now })) {
-        return { kind: 'claimed', claim: { orgId: input.orgId, key: input.key, createdAt: now } };
+      let took: boolean;
+      try {
+        took = await takeOverClaim(db, row, { requestHash: input.requestHash, createdAt: now, claimToken: token });
+      } catch (err) {
+        if (!isConnectionLost(err)) throw err;
+        took = (await readBack())?.claim_token === token;
       }
+      if (took) return claimed(now, token);
       continue;
     }
     if (row.request_hash !== input.requestHash) {

@@ -9,4 +9,6 @@ export interface IdempotencyKeyTable {
   /** The response body exactly as it was sent (serialized JSON). */
   response_body: string | null;
   created_at: number;
+  /** Random, per claim: whose claim this is, when a claim's answer was lost (null before 0020). */
+  claim_token: string | null;
 }
