@@ -117,7 +117,16 @@ export async function createContext(
     metrics?.jobFailures.inc({ queue }),
   );
   metrics?.watchJobs(jobs);
-  const messaging = await createMessaging(config, region.region, database, clock, logger, jobs, metrics);
+  const messaging = await createMessaging(
+    config,
+    region.region,
+    database,
+    clock,
+    logger,
+    jobs,
+    { store: mediaStore, baseUrl: region.baseUrl },
+    metrics,
+  );
   const eventDeliverer = new EventDeliverer({
     db: database.db,
     clock,

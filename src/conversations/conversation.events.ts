@@ -37,6 +37,13 @@ export function emitConversationStarted(
   });
 }
 
+/** What `message.received` tells of the message itself, made by messaging (its kind, its file's address). */
+export interface InboundEventFields {
+  readonly type: string;
+  readonly text: string | null;
+  readonly [field: string]: unknown;
+}
+
 /** `message.received`: an end user wrote to the agent's number. */
 export function emitMessageReceived(
   deps: EventDeps,
@@ -47,8 +54,8 @@ export function emitMessageReceived(
     readonly endUserId: string | null;
     readonly from: string;
     readonly messageId: string;
-    readonly type: string;
-    readonly text: string | null;
+    /** `type`, `text`, and what the kind carries (`media`, `location`, `reply`, `reaction`, `contacts`, `replyTo`). */
+    readonly fields: InboundEventFields;
     readonly at: number;
   },
 ): Promise<string[]> {
@@ -64,8 +71,7 @@ export function emitMessageReceived(
       endUserId: message.endUserId,
       from: message.from,
       messageId: message.messageId,
-      type: message.type,
-      text: message.text,
+      ...message.fields,
     },
   });
 }

@@ -5,7 +5,15 @@
  */
 export { createMediaStore, mediaFolderOf } from './create-media-store.js';
 export { type Media, type MediaRef, mediaRefOf, toMedia } from './media.model.js';
-export { findMedia, findMediaById, findMediaByIds, insertMedia, type NewMedia } from './media.repository.js';
+export {
+  findMedia,
+  findMediaById,
+  findMediaByIds,
+  insertMedia,
+  markStored,
+  markUnavailable,
+  type NewMedia,
+} from './media.repository.js';
 export { type MediaDeps, type NewStoredMedia, openMedia, storeMedia } from './media.service.js';
 export type { MediaSource, MediaState, MediaTable } from './media.tables.js';
 export {
