@@ -14,6 +14,7 @@ import { messageRoutes } from '../messaging/message.routes.js';
 import { webhookRoutes } from '../messaging/webhook.routes.js';
 import { installMetricsHook, opsRoutes } from '../ops/ops.routes.js';
 import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
+import { sentLogRoutes } from '../sandbox/sent-log.routes.js';
 import { AppError } from '../shared/errors.js';
 import { triggerRoutes } from '../triggers/trigger.routes.js';
 import { apiReference } from './api-reference.js';
@@ -200,6 +201,7 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
     campaignRoutes,
     webhookRoutes,
     sandboxRoutes,
+    sentLogRoutes,
     opsRoutes,
     // The web dashboard (/dashboard): HTML pages, hidden from the API description.
     dashboardRoutes,

@@ -38,6 +38,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /webhooks/msgapp': 'verifyProviderWebhook',
   'POST /webhooks/msgapp': 'receiveProviderWebhook',
   'POST /api/sandbox/inbound': 'simulateInboundMessage',
+  'GET /api/sandbox/messages': 'listSandboxSentMessages',
 };
 
 export const TAGS: readonly { name: string; description: string }[] = [
@@ -48,7 +49,7 @@ export const TAGS: readonly { name: string; description: string }[] = [
   { name: 'conversations', description: 'Conversations and their messages (permission Channels or Triggers).' },
   { name: 'campaigns', description: 'Webhook campaigns, called with the key bound to the campaign.' },
   { name: 'webhooks', description: 'Where the messaging provider posts its webhooks (signed by the provider).' },
-  { name: 'sandbox', description: 'The built-in provider sandbox: a user writing in.' },
+  { name: 'sandbox', description: 'The built-in provider sandbox: a user writing in, and what it was sent.' },
 ];
 
 /** `getCampaignDeliveries`-style name for an operation missing from the table (a new route). */

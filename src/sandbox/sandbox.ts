@@ -6,8 +6,9 @@ import type { SandboxTemplate } from '../config.js';
 import type { Clock } from '../shared/clock.js';
 import { fromProviderDigits, windowKey } from '../shared/phone.js';
 import { BUILT_IN_TEMPLATES, sendChecker } from './sandbox-send-check.js';
+import { type SentEntry, type SentQuery, sentEntryOf } from './sandbox-sent-log.js';
 import { fileState, memoryState } from './sandbox-state.js';
-import { digits, isObject, type Json, providerJson, signBody, wireError } from './sandbox-wire.js';
+import { digits, isObject, type Json, providerJson, signBody, type WireError, wireError } from './sandbox-wire.js';
 
 /**
  * A stand-in for the messaging provider: a real HTTP server speaking the Cloud API wire format,
@@ -30,6 +31,8 @@ export interface Sandbox {
   idle(): Promise<void>;
   /** The last wire requests received (newest last), for tests. */
   readonly received: readonly SandboxRequest[];
+  /** Its log of what it was sent, newest first (sandbox-sent-log.ts). */
+  sent(query: SentQuery): SentEntry[];
   close(): Promise<void>;
 }
 
@@ -175,7 +178,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     );
   }
 
-  async function readBody(req: IncomingMessage): Promise<unknown> {
+  async function readText(req: IncomingMessage): Promise<string> {
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req) {
@@ -183,7 +186,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       if (size > MAX_BODY) throw new Error('body too large');
       chunks.push(chunk as Buffer);
     }
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return Buffer.concat(chunks).toString('utf8');
   }
 
   function send(res: ServerResponse, status: number, body: unknown): void {
@@ -200,8 +203,10 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       return send(res, 404, wireError({ status: 404, code: 100, message: 'Unknown path components' }));
     }
     let body: unknown;
+    let text = '';
     try {
-      body = await readBody(req);
+      text = await readText(req);
+      body = JSON.parse(text);
     } catch {
       return send(res, 400, wireError({ status: 400, code: 100, message: 'Invalid JSON body' }));
     }
@@ -236,12 +241,18 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const authorization = req.headers.authorization;
     received.push({ path, authorization, body });
     if (received.length > 200) received.shift();
+    // Every request on the number's messages endpoint goes in the log, with the sandbox's answer.
+    const refuse = (error: WireError) => {
+      state.sent.record(sentEntryOf(phoneNumberId, text, body as Json, clock.now(), { error }));
+      send(res, error.status, wireError(error));
+    };
     if (!authorization || !/^Bearer \S+$/.test(authorization)) {
-      return send(res, 401, wireError({ status: 401, code: 190, message: 'Invalid OAuth access token' }));
+      return refuse({ status: 401, code: 190, message: 'Invalid OAuth access token' });
     }
     const checked = checkSend(phoneNumberId, body);
-    if ('code' in checked) return send(res, checked.status, wireError(checked));
+    if ('code' in checked) return refuse(checked);
     const wamid = `wamid.${randomBytes(24).toString('base64url')}`;
+    state.sent.record(sentEntryOf(phoneNumberId, text, body, clock.now(), { messageId: wamid }));
     send(res, 200, {
       messaging_product: 'whatsapp',
       contacts: [{ input: body.to, wa_id: digits(checked.to) }],
@@ -292,6 +303,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
     },
     received,
+    sent: (query) => state.sent.list(query),
     async close() {
       closing = true;
       await Promise.allSettled([...inFlight]);

@@ -342,6 +342,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/sandbox/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sandbox only: what the sandbox was sent
+         * @description Every request Parley made on the organization's numbers' messages endpoint of the built-in sandbox (sends and read receipts, accepted or refused), newest first, each with the exact Cloud API body the sandbox received. The sandbox keeps the last 1,000 requests of each number. An agent key sees only its own agent's number; naming another agent is 403, an unknown one 404. Absent when a real provider is configured.
+         */
+        get: operations["listSandboxSentMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/ready": {
         parameters: {
             query?: never;
@@ -1440,6 +1460,80 @@ export interface components {
             success: true;
             /** @description The inbound message's provider ID. */
             messageId: string;
+        };
+        /**
+         * SandboxSentMessage
+         * @example {
+         *       "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
+         *       "from": "+16505550100",
+         *       "to": "+14155550100",
+         *       "type": "text",
+         *       "payload": {
+         *         "messaging_product": "whatsapp",
+         *         "recipient_type": "individual",
+         *         "to": "+14155550100",
+         *         "biz_opaque_callback_data": "msg_9sDf3GhJ5kLz7XcV1bNm2Q",
+         *         "type": "text",
+         *         "text": {
+         *           "preview_url": false,
+         *           "body": "Your parcel is on its way."
+         *         }
+         *       },
+         *       "receivedAt": 1795386969828,
+         *       "error": null
+         *     }
+         */
+        SandboxSentMessage: {
+            /** @description The provider message ID the sandbox gave the send (what the send answered as `messageId`); for a read receipt, the ID of the message marked read; null when the sandbox refused the request. */
+            messageId: string | null;
+            /** @description The sending number, E.164. */
+            from: string;
+            /** @description The recipient, E.164; null when the request names none the sandbox knows. */
+            to: string | null;
+            /** @description The Cloud API message type of the body (`text`, `template`, `image`, `document`, `interactive`...), or `read` for a read receipt (with or without a typing indicator). */
+            type: string;
+            /** @description The exact Cloud API request body the sandbox received. */
+            payload: {
+                [key: string]: unknown;
+            };
+            /** @description When the sandbox received it, ms since epoch. */
+            receivedAt: number;
+            /** @description The provider error the sandbox answered with; null when it accepted the request. */
+            error: {
+                /** @description The provider's error code, e.g. 131047 (outside the window). */
+                code: number;
+                message: string;
+            } | null;
+        };
+        /**
+         * SandboxSentList
+         * @example {
+         *       "data": [
+         *         {
+         *           "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
+         *           "from": "+16505550100",
+         *           "to": "+14155550100",
+         *           "type": "text",
+         *           "payload": {
+         *             "messaging_product": "whatsapp",
+         *             "recipient_type": "individual",
+         *             "to": "+14155550100",
+         *             "biz_opaque_callback_data": "msg_9sDf3GhJ5kLz7XcV1bNm2Q",
+         *             "type": "text",
+         *             "text": {
+         *               "preview_url": false,
+         *               "body": "Your parcel is on its way."
+         *             }
+         *           },
+         *           "receivedAt": 1795386969828,
+         *           "error": null
+         *         }
+         *       ]
+         *     }
+         */
+        SandboxSentList: {
+            /** @description Newest first. The sandbox keeps the last 1,000 requests of each number. */
+            data: components["schemas"]["SandboxSentMessage"][];
         };
         /**
          * Readiness
@@ -3521,6 +3615,90 @@ export interface operations {
             };
             /** @description The messaging provider could not be reached or failed. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    listSandboxSentMessages: {
+        parameters: {
+            query?: {
+                /** @description Only what this agent's number was sent; an agent key sees only its own agent's number. */
+                agent?: string;
+                /**
+                 * @description Only requests to this recipient (international format).
+                 * @example +14155550100
+                 */
+                to?: string;
+                /** @description How many, 1 to 200. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandboxSentList"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -10,11 +10,14 @@ import { webhookAppSecretOf } from '../../numbers/index.js';
 import { readSandboxAddress, startSandbox } from '../../sandbox/index.js';
 import { type HookDelivery, waitForHandOff, waitForReply } from '../../sandbox/reply.service.js';
 import { findAgentNumber, waitForInbound } from '../../sandbox/sandbox.service.js';
+import { readSentLogFile } from '../../sandbox/sandbox-sent-log.js';
+import { sentQueryOf, toSentItem } from '../../sandbox/sent-log.service.js';
+import { summarizePayload } from '../../sandbox/sent-summary.js';
 import { systemClock } from '../../shared/clock.js';
 import { createLogger } from '../../shared/logger.js';
 import { parseInternationalPhone } from '../../shared/phone.js';
 import { type DbFlags, withAdmin } from '../admin.js';
-import { print, printJson } from '../output.js';
+import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, fail } from '../run.js';
 
 export function registerSandboxCommands(program: Command): void {
@@ -187,6 +190,60 @@ export function registerSandboxCommands(program: Command): void {
           });
         },
       ),
+    );
+
+  registerSentCommand(sandbox);
+}
+
+/** `parley sandbox sent`: the sandbox's log of what it was sent from an agent's number, read from its state file. */
+function registerSentCommand(sandbox: Command): void {
+  dbOptions(sandbox.command('sent').description("what the sandbox was sent from an agent's number, newest first"))
+    .requiredOption('--agent <id>', 'the agent whose number sent the messages')
+    .option('--to <e164>', 'only messages to this recipient')
+    .option('--limit <n>', 'how many, 1 to 200', '20')
+    .action(
+      action(async (flags: DbFlags & { agent: string; to?: string; limit: string }) => {
+        const limit = Number(flags.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
+          fail(`--limit must be a whole number from 1 to 200, got "${flags.limit}"`);
+        }
+        if (flags.to !== undefined && !parseInternationalPhone(flags.to).ok) {
+          fail(
+            `--to must be a phone number in international format, e.g. +14155550100; got "${flags.to.slice(0, 40)}"`,
+          );
+        }
+        const parentData = (sandbox.opts() as { data?: string }).data;
+        const adminFlags = { ...flags, ...(flags.data || !parentData ? {} : { data: parentData }) };
+        await withAdmin(adminFlags, async ({ database, config }) => {
+          const row = await findAgentNumber(database.db, flags.agent);
+          if (!row) fail(`unknown agent "${flags.agent}"`);
+          if (!row.phone || !row.phone_number_id) fail(`agent ${flags.agent} has no messaging number assigned`);
+          const numbers = new Map([[row.phone_number_id, row.phone]]);
+          const query = sentQueryOf(numbers, { limit, ...(flags.to !== undefined ? { to: flags.to } : {}) });
+          const items = readSentLogFile(join(config.dataDir, SANDBOX_STATE_FILE), query).map((e) =>
+            toSentItem(numbers, e),
+          );
+          if (flags.json) return printJson(items);
+          if (items.length === 0) {
+            print(
+              `the sandbox of this data folder was sent nothing from ${row.phone}${flags.to ? ` to ${flags.to}` : ''}`,
+            );
+            return;
+          }
+          print(
+            formatTable(
+              ['received', 'type', 'to', 'message ID', 'what'],
+              items.map((i) => [
+                formatDate(i.receivedAt),
+                i.type,
+                i.to ?? '-',
+                i.messageId ?? `refused (${i.error?.code ?? ''})`,
+                i.error ? `${summarizePayload(i.payload)}: ${i.error.message}` : summarizePayload(i.payload),
+              ]),
+            ),
+          );
+        });
+      }),
     );
 }
 
