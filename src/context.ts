@@ -10,7 +10,7 @@ import type { DB } from './db/schema.js';
 import { EventDeliverer } from './events/deliver-event.task.js';
 import type { JobRunner } from './jobs/job-runner.js';
 import { createJobRunner } from './jobs/jobs.js';
-import { createMediaStore, type MediaStore } from './media/index.js';
+import { createMediaStore, defineMediaRetention, type MediaStore } from './media/index.js';
 import { createMessaging, type Messaging } from './messaging/messaging.js';
 import { secretBoxOf } from './numbers/index.js';
 import { Metrics } from './ops/metrics.js';
@@ -160,6 +160,11 @@ export async function createContext(
     logger,
   );
   idleSweeper.define(jobs);
+  defineMediaRetention(
+    jobs,
+    { db: database.db, store: mediaStore, clock, logger, retentionDays: config.media.retentionDays },
+    config.media.sweepMs,
+  );
   // Every queue is defined by now (the features above); the store is prepared, then worked.
   await jobs.init();
   if (options.workJobs !== false) jobs.start();

@@ -122,6 +122,7 @@ function mediaConfig(env: Env): MediaConfig {
     retentionDays: fromEnv(env, 'PARLEY_MEDIA_RETENTION_DAYS'),
     sweepMs: fromEnv(env, 'PARLEY_MEDIA_SWEEP_MS'),
     downloadRetryDelaysMs: fromEnv(env, 'PARLEY_MEDIA_DOWNLOAD_RETRY_DELAYS_MS'),
+    sandboxBytesPerSecond: fromEnv(env, 'PARLEY_SANDBOX_MEDIA_BYTES_PER_SECOND'),
   });
 }
 

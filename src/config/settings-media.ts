@@ -51,4 +51,10 @@ export const media = {
     default: Object.freeze([1_000, 5_000, 30_000, 120_000]),
     doc: 'waits before each new try of an inbound media download from the provider; after the last, the media is marked unavailable and `message.received` goes out',
   },
+  PARLEY_SANDBOX_MEDIA_BYTES_PER_SECOND: {
+    type: positiveInt,
+    default: undefined,
+    shown: 'unset: at once',
+    doc: 'the sandbox serves media downloads at most this fast, as a slow network would',
+  },
 } satisfies Record<string, Setting>;

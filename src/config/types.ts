@@ -78,6 +78,8 @@ export interface MediaConfig {
   readonly sweepMs: number;
   /** Waits before each new try of an inbound media download. */
   readonly downloadRetryDelaysMs: readonly number[];
+  /** The sandbox serves media downloads at most this fast; unset: at once. */
+  readonly sandboxBytesPerSecond: number | undefined;
 }
 
 /** The web dashboard at /dashboard. */

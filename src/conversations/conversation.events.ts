@@ -1,4 +1,5 @@
 import { type EventDeps, type EventToEmit, emitEvent, eventId } from '../events/event.service.js';
+import type { InboundEventFields } from '../messaging/index.js';
 import type { ConversationTable } from './conversation.tables.js';
 
 /**
@@ -35,13 +36,6 @@ export function emitConversationStarted(
       messageId: opening.messageId,
     },
   });
-}
-
-/** What `message.received` tells of the message itself, made by messaging (its kind, its file's address). */
-export interface InboundEventFields {
-  readonly type: string;
-  readonly text: string | null;
-  readonly [field: string]: unknown;
 }
 
 /** `message.received`: an end user wrote to the agent's number. */

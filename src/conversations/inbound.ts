@@ -1,12 +1,8 @@
 import type { Kysely } from 'kysely';
 import { isRetryableWrite, isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
-import {
-  emitConversationStarted,
-  emitMessageReceived,
-  type InboundEventFields,
-  type StartedEndUser,
-} from './conversation.events.js';
+import type { InboundEventFields } from '../messaging/index.js';
+import { emitConversationStarted, emitMessageReceived, type StartedEndUser } from './conversation.events.js';
 import { findConversation, touchConversation } from './conversation.fast.js';
 import { agentsOfNumber, agentWithOpenConversation, setInboundConversation } from './conversation.repository.js';
 import { type ConversationDeps, openConversation } from './conversation.service.js';

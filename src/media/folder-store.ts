@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { open, readdir, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ensurePrivateDir, PRIVATE_FILE_MODE } from '../shared/private-files.js';
@@ -11,7 +11,8 @@ import { checkKey, type MediaStore, type PutOptions, type PutResult, type Stored
 /**
  * Media in a folder (`<data>/media/<region>/<orgId>/<mediaId>`), private as the rest of the data
  * folder (folders 0700, files 0600). A file is written beside its place under a random name and
- * renamed into it once complete, so a reader, a crash or a failed put never sees part of one.
+ * renamed into it once complete, so a reader, a crash or a failed put never sees part of one (the
+ * next put of the key removes what a killed process left).
  */
 export function createFolderStore(root: string): MediaStore {
   const pathOf = (key: string) => join(root, ...checkKey(key).split('/'));
@@ -22,6 +23,12 @@ export function createFolderStore(root: string): MediaStore {
     async put(key: string, body: Readable, options: PutOptions = {}): Promise<PutResult> {
       const path = pathOf(key);
       ensurePrivateDir(dirname(path));
+      // What a put of this key left when its process was killed: a job runs once at a time, so
+      // no other put of the key is under way (media IDs are never reused).
+      const leftovers = (await readdir(dirname(path))).filter(
+        (name) => name.startsWith(`${basename(path)}.`) && name.endsWith('.part'),
+      );
+      for (const name of leftovers) await rm(join(dirname(path), name), { force: true });
       const partial = `${path}.${randomBytes(6).toString('hex')}.part`;
       const counter = new HashingCounter(options.maxBytes);
       try {

@@ -100,3 +100,23 @@ export async function markDeleted(db: Kysely<DB>, id: string, reason: string, at
     .where('id', '=', id)
     .execute();
 }
+
+/**
+ * Whether an agent may read a file: it was uploaded for that agent, or it belongs to a message of
+ * one of that agent's conversations.
+ */
+export async function agentMayReadMedia(
+  db: Kysely<DB>,
+  media: { id: string; agentId: string | null },
+  agentId: string,
+) {
+  if (media.agentId === agentId) return true;
+  const row = await db
+    .selectFrom('inbound_messages as m')
+    .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
+    .select('m.provider_message_id')
+    .where('m.media_id', '=', media.id)
+    .where('c.agent_id', '=', agentId)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -1,6 +1,12 @@
-import type { InboundEventFields } from '../conversations/index.js';
 import { type Media, mediaRefOf } from '../media/index.js';
 import { contentOf, type InboundContent } from './inbound-kinds.js';
+
+/** What `message.received` and the conversation history tell of an inbound message itself. */
+export interface InboundEventFields {
+  readonly type: string;
+  readonly text: string | null;
+  readonly [field: string]: unknown;
+}
 
 /** An inbound message as stored, as far as its kind goes. */
 export interface StoredKind {

@@ -31,6 +31,8 @@ export interface Messaging {
 
 /** The sandbox's own state (its windows) in the data folder. */
 export const SANDBOX_STATE_FILE = 'sandbox-state.db';
+/** The files users sent the sandbox, kept as the provider keeps them, in the data folder. */
+export const SANDBOX_MEDIA_DIR = 'sandbox-media';
 
 export async function createMessaging(
   config: Config,
@@ -56,6 +58,8 @@ export async function createMessaging(
         ...(m.sandboxMps !== undefined ? { mps: m.sandboxMps } : {}),
         // Shared by every sandbox of this data folder (regions, processes, restarts), as a provider's memory is.
         stateFile: join(config.dataDir, SANDBOX_STATE_FILE),
+        mediaDir: join(config.dataDir, SANDBOX_MEDIA_DIR),
+        ...(config.media.sandboxBytesPerSecond ? { mediaBytesPerSecond: config.media.sandboxBytesPerSecond } : {}),
         onError: (err, what) => logger.warn({ err, what }, 'sandbox could not deliver a webhook'),
       });
   const cloud = createCloudProvider({

@@ -99,6 +99,7 @@ const PARSED: Record<string, [(c: Config) => unknown, 'postgres'?]> = {
   PARLEY_MEDIA_RETENTION_DAYS: [(c) => c.media.retentionDays],
   PARLEY_MEDIA_SWEEP_MS: [(c) => c.media.sweepMs],
   PARLEY_MEDIA_DOWNLOAD_RETRY_DELAYS_MS: [(c) => c.media.downloadRetryDelaysMs],
+  PARLEY_SANDBOX_MEDIA_BYTES_PER_SECOND: [(c) => c.media.sandboxBytesPerSecond],
 };
 
 /** Defaults the list shows in words because they are made from other settings, as `loadConfig` makes them. */
@@ -136,6 +137,7 @@ const SAMPLES: Partial<Record<SettingName, [string, unknown]>> = {
   PARLEY_MEDIA_S3_REGION: ['eu-west-1', 'eu-west-1'],
   PARLEY_MEDIA_S3_PREFIX: ['parley/', 'parley/'],
   PARLEY_MEDIA_DOWNLOAD_RETRY_DELAYS_MS: ['5,6', [5, 6]],
+  PARLEY_SANDBOX_MEDIA_BYTES_PER_SECOND: ['1000', 1000],
 };
 
 /** The setting as `loadConfig` answers it; with `env`, the secrets PostgreSQL requires are set too. */

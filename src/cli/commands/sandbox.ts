@@ -5,7 +5,7 @@ import { request } from 'undici';
 import { loadConfig } from '../../config.js';
 import type { Database } from '../../db/database.js';
 import { listEndpoints } from '../../events/endpoint.service.js';
-import { SANDBOX_STATE_FILE } from '../../messaging/messaging.js';
+import { SANDBOX_MEDIA_DIR, SANDBOX_STATE_FILE } from '../../messaging/messaging.js';
 import { webhookAppSecretOf } from '../../numbers/index.js';
 import { readSandboxAddress, startSandbox } from '../../sandbox/index.js';
 import { type HookDelivery, waitForHandOff, waitForReply } from '../../sandbox/reply.service.js';
@@ -43,6 +43,8 @@ export function registerSandboxCommands(program: Command): void {
           statuses: config.messaging.sandboxStatuses,
           ...(config.messaging.sandboxMps !== undefined ? { mps: config.messaging.sandboxMps } : {}),
           stateFile: join(config.dataDir, SANDBOX_STATE_FILE),
+          mediaDir: join(config.dataDir, SANDBOX_MEDIA_DIR),
+          ...(config.media.sandboxBytesPerSecond ? { mediaBytesPerSecond: config.media.sandboxBytesPerSecond } : {}),
           webhookUrl: flags.webhookUrl,
           port,
           host: flags.host,
