@@ -10,6 +10,14 @@ const MediaIdParams = Type.Object({
   mediaId: Type.String({ minLength: 1, maxLength: 64, description: 'The media ID (`med_...`).' }),
 });
 
+const MediaBytes = Type.Unsafe<Readable>({
+  title: 'MediaBytes',
+  type: 'string',
+  format: 'binary',
+  description: "A file's bytes, served with its own `Content-Type` (`image/jpeg`, `application/pdf`...).",
+  example: '<the bytes of the file>',
+});
+
 /** `GET /api/media/<mediaId>`: the bytes of a file, streamed from the media store. */
 export const mediaDownloadRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = async (app, { ctx }) => {
   const deps = {
@@ -36,9 +44,11 @@ export const mediaDownloadRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }>
         tags: ['media'],
         security: BEARER,
         params: MediaIdParams,
-        produces: ['application/octet-stream'],
         response: {
-          200: Type.Unsafe<Readable>({ type: 'string', format: 'binary', description: "The file's bytes." }),
+          200: {
+            description: "The file's bytes, with its stored `Content-Type`.",
+            content: { 'application/octet-stream': { schema: MediaBytes } },
+          },
           ...errorResponses('channel', [400, 401, 403, 404]),
         },
       },
