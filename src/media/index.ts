@@ -16,6 +16,7 @@ export {
 } from './media.repository.js';
 export { type MediaDeps, type NewStoredMedia, openMedia, storeMedia } from './media.service.js';
 export type { MediaSource, MediaState, MediaTable } from './media.tables.js';
+export { type MediaReadDeps, type MediaReader, mediaHeaders, readMedia } from './media-read.service.js';
 export { defineMediaRetention, type MediaRetentionDeps, sweepExpiredMedia } from './media-retention.js';
 export {
   isMediaTooLarge,
