@@ -100,8 +100,9 @@ async function downloadInboundMedia(deps: InboundMediaDeps, payload: InboundMedi
   const mimeType =
     media.mimeType === 'application/octet-stream' && resolved.mimeType ? resolved.mimeType : media.mimeType;
   const put = await deps.store.put(key, download.body, { contentType: mimeType, maxBytes: MAX_INBOUND_MEDIA_BYTES });
-  const expected = resolved.sha256 ?? media.sha256;
-  if (expected && put.sha256 !== expected) {
+  // Every SHA-256 the provider gave (the webhook's, the media ID's) must be the bytes'.
+  const expected = [media.sha256, resolved.sha256].find((sha) => sha && sha !== put.sha256);
+  if (expected) {
     await deps.store.delete(key);
     throw new Error(`the SHA-256 of the bytes (${put.sha256}) is not the provider's (${expected})`);
   }

@@ -277,7 +277,10 @@ describe.each(CASES)('inbound messages of every kind (%s, %s store)', (dialect, 
       timestamp: String(Math.floor(Date.now() / 1000)),
       ...rest,
     });
+    // A file whose bytes are not what the webhook's SHA-256 says: tried again, then given up on.
+    const corrupt = t.sandbox.media.put(pngOf(4, 4, [1, 2, 3]), 'image/png');
     const ids = {
+      corrupt: `wamid.x${randomBase62(10)}`,
       contacts: `wamid.c${randomBase62(10)}`,
       button: `wamid.b${randomBase62(10)}`,
       order: `wamid.o${randomBase62(10)}`,
@@ -308,6 +311,10 @@ describe.each(CASES)('inbound messages of every kind (%s, %s store)', (dialect, 
                   item(ids.button, { type: 'button', button: { payload: 'stop-promos', text: 'Stop promotions' } }),
                   item(ids.order, { type: 'order', order: { catalog_id: '1' } }),
                   item(ids.image, { type: 'image', image: { id: '99999999', mime_type: 'image/jpeg', sha256: 'x' } }),
+                  item(ids.corrupt, {
+                    type: 'image',
+                    image: { id: corrupt.id, mime_type: 'image/png', sha256: sha256Of(Buffer.from('other bytes')) },
+                  }),
                 ],
               },
             },
@@ -329,6 +336,12 @@ describe.each(CASES)('inbound messages of every kind (%s, %s store)', (dialect, 
     expect((await eventOf(ids.order)).data).toMatchObject({ type: 'unsupported', text: null });
     const image = await eventOf(ids.image);
     expect(image.data).toMatchObject({ type: 'image', media: { mimeType: 'image/jpeg', available: false } });
+    const mismatch = await eventOf(ids.corrupt);
+    expect(mismatch.data).toMatchObject({ type: 'image', media: { mimeType: 'image/png', available: false } });
+    const refused = await fetchBytes(here(mismatch), x.orgKey.auth);
+    expect(JSON.parse(refused.text()).error).toMatch(
+      /is not available: download failed 3 times: the SHA-256 of the bytes \(\w{64}\) is not the provider's \(\w{64}\)\.$/,
+    );
     const gone = await fetchBytes(here(image), x.orgKey.auth);
     expect(gone.status).toBe(404);
     expect(JSON.parse(gone.text()).error).toMatch(

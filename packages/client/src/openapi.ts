@@ -1288,6 +1288,23 @@ export interface components {
          *           "text": "Where is my parcel?",
          *           "messageId": "wamid.HBgLMTQxNTU1NTAxMDAVAgASGBQ",
          *           "createdAt": 1795387029828
+         *         },
+         *         {
+         *           "id": "wamid.HBgLMTQxNTU1NTAxMDAVAgASGBR",
+         *           "direction": "inbound",
+         *           "type": "message",
+         *           "inboundType": "image",
+         *           "text": "The box arrived like this",
+         *           "media": {
+         *             "id": "med_4ZpQ8sKq2nLm6RtPz0XcVa",
+         *             "mimeType": "image/jpeg",
+         *             "size": 183422,
+         *             "sha256": "3f0a8c2e5d1b7a9f4c6e8d0b2a4c6e8f0a2c4e6a8c0e2a4c6e8a0c2e4a6c8e0a",
+         *             "available": true
+         *           },
+         *           "replyTo": "wamid.HBgLMTQxNTU1NTAxMDAVAgASGBQ",
+         *           "messageId": "wamid.HBgLMTQxNTU1NTAxMDAVAgASGBR",
+         *           "createdAt": 1795387059828
          *         }
          *       ],
          *       "nextCursor": null
@@ -1562,8 +1579,12 @@ export interface components {
          * @example {
          *       "convId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
          *       "from": "+14155550100",
-         *       "text": "Where is my parcel?",
-         *       "name": "Ada"
+         *       "text": "The box arrived like this",
+         *       "name": "Ada",
+         *       "image": {
+         *         "data": "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8U",
+         *         "mimeType": "image/jpeg"
+         *       }
          *     }
          */
         SandboxInboundRequest: {
