@@ -10,6 +10,7 @@ import type { DB } from './db/schema.js';
 import { EventDeliverer } from './events/deliver-event.task.js';
 import type { JobRunner } from './jobs/job-runner.js';
 import { createJobRunner } from './jobs/jobs.js';
+import { createMediaStore, defineMediaRetention, type MediaStore } from './media/index.js';
 import { createMessaging, type Messaging } from './messaging/messaging.js';
 import { secretBoxOf } from './numbers/index.js';
 import { Metrics } from './ops/metrics.js';
@@ -52,6 +53,8 @@ export interface AppContext {
   readonly numberPacer: NumberPacer;
   /** What requests left to run after their answer (the statuses that outran a send); close() waits for it. */
   readonly afterAnswer: AfterAnswer;
+  /** Where the bytes of media live (PARLEY_MEDIA_STORE): the data folder or S3. */
+  readonly mediaStore: MediaStore;
   close(): Promise<void>;
 }
 
@@ -102,12 +105,28 @@ export async function createContext(
   });
   await campaignRateLimiter.ready();
   const clock = options.clock ?? systemClock;
+  const mediaStore = await createMediaStore(config, region.region);
+  if (mediaStore.kind === 'folder' && region.database.kind === 'postgres') {
+    logger.warn(
+      { mediaFolder: mediaStore.where },
+      'media is kept in a folder while the database is PostgreSQL: every node must share that folder (a network file system), or set PARLEY_MEDIA_STORE=s3',
+    );
+  }
   const metrics = config.metrics.enabled ? new Metrics(region.region) : undefined;
   const jobs = await createJobRunner(config, region.database, database, clock, logger, (queue) =>
     metrics?.jobFailures.inc({ queue }),
   );
   metrics?.watchJobs(jobs);
-  const messaging = await createMessaging(config, region.region, database, clock, logger, jobs, metrics);
+  const messaging = await createMessaging(
+    config,
+    region.region,
+    database,
+    clock,
+    logger,
+    jobs,
+    { store: mediaStore, baseUrl: region.baseUrl },
+    metrics,
+  );
   const eventDeliverer = new EventDeliverer({
     db: database.db,
     clock,
@@ -141,6 +160,11 @@ export async function createContext(
     logger,
   );
   idleSweeper.define(jobs);
+  defineMediaRetention(
+    jobs,
+    { db: database.db, store: mediaStore, clock, logger, retentionDays: config.media.retentionDays },
+    config.media.sweepMs,
+  );
   // Every queue is defined by now (the features above); the store is prepared, then worked.
   await jobs.init();
   if (options.workJobs !== false) jobs.start();
@@ -160,6 +184,7 @@ export async function createContext(
     idleSweeper,
     numberPacer,
     afterAnswer,
+    mediaStore,
     async close() {
       // Before the job runner and the database: this work writes and raises events.
       await afterAnswer.idle();
@@ -170,6 +195,7 @@ export async function createContext(
       await sendRateLimiter.close();
       await campaignRateLimiter.close();
       await lastUsed.stop();
+      await mediaStore.close();
       await database.close();
     },
   };

@@ -1,4 +1,5 @@
 import { type EventDeps, type EventToEmit, emitEvent, eventId } from '../events/event.service.js';
+import type { InboundEventFields } from '../messaging/index.js';
 import type { ConversationTable } from './conversation.tables.js';
 
 /**
@@ -47,8 +48,8 @@ export function emitMessageReceived(
     readonly endUserId: string | null;
     readonly from: string;
     readonly messageId: string;
-    readonly type: string;
-    readonly text: string | null;
+    /** `type`, `text`, and what the kind carries (`media`, `location`, `reply`, `reaction`, `contacts`, `replyTo`). */
+    readonly fields: InboundEventFields;
     readonly at: number;
   },
 ): Promise<string[]> {
@@ -64,8 +65,7 @@ export function emitMessageReceived(
       endUserId: message.endUserId,
       from: message.from,
       messageId: message.messageId,
-      type: message.type,
-      text: message.text,
+      ...message.fields,
     },
   });
 }

@@ -3,6 +3,8 @@ import { type KeyEpochConfirmer, readConfirmingKey } from '../auth/index.js';
 import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
+import { findMediaByIds, type Media } from '../media/index.js';
+import { inboundFields } from '../messaging/index.js';
 import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { decodeCursor, encodeCursor } from '../shared/cursor.js';
@@ -239,7 +241,7 @@ export async function countOpenConversations(db: Kysely<DB>, orgId: string): Pro
   return countOpenConversationRows(db, orgId);
 }
 
-function toThreadMessage(row: ThreadRow): ThreadMessage {
+function toThreadMessage(row: ThreadRow, media: ReadonlyMap<string, Media>): ThreadMessage {
   const base = {
     id: row.id,
     direction: row.direction,
@@ -248,7 +250,11 @@ function toThreadMessage(row: ThreadRow): ThreadMessage {
     createdAt: row.createdAt,
   };
   if (row.direction === 'inbound') {
-    return { ...base, text: row.text, ...(row.inboundType ? { inboundType: row.inboundType } : {}) };
+    const { type: _, ...fields } = inboundFields(
+      { type: row.inboundType, text: row.text, reply_to: row.inbound?.replyTo, content: row.inbound?.content },
+      row.inbound?.mediaId ? media.get(row.inbound.mediaId) : undefined,
+    );
+    return { ...base, ...fields, ...(row.inboundType ? { inboundType: row.inboundType } : {}) };
   }
   const parameters = row.templateParameters
     ? (JSON.parse(row.templateParameters) as { body: string[]; header: string[] })
@@ -287,8 +293,10 @@ export async function listConversationMessages(
   );
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
+  const mediaIds = page.flatMap((r) => (r.inbound?.mediaId ? [r.inbound.mediaId] : []));
+  const media = new Map((await findMediaByIds(db, reader.orgId, mediaIds)).map((m) => [m.id, m]));
   return {
-    data: page.map(toThreadMessage),
+    data: page.map((row) => toThreadMessage(row, media)),
     nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null,
   };
 }

@@ -1,4 +1,7 @@
+import type { Kysely } from 'kysely';
 import { isRetryableWrite, isUniqueViolation } from '../db/db-errors.js';
+import type { DB } from '../db/schema.js';
+import type { InboundEventFields } from '../messaging/index.js';
 import { emitConversationStarted, emitMessageReceived, type StartedEndUser } from './conversation.events.js';
 import { findConversation, touchConversation } from './conversation.fast.js';
 import { agentsOfNumber, agentWithOpenConversation, setInboundConversation } from './conversation.repository.js';
@@ -11,8 +14,11 @@ export interface InboundOfNumber {
   /** E.164 of the sender, as the provider reports it. */
   readonly from: string;
   readonly endUser: StartedEndUser;
-  readonly type: string;
-  readonly text: string | null;
+  /**
+   * What `message.received` says of the message, read in the transaction that joins it; null while
+   * it cannot be raised yet (its file is still downloading: the download raises it once done).
+   */
+  readonly fields: (db: Kysely<DB>) => Promise<InboundEventFields | null>;
   /** When the user sent it (ms). */
   readonly sentAt: number;
   /** The conversation an earlier attempt already joined the message to. */
@@ -24,7 +30,8 @@ export interface InboundOfNumber {
  * number's agents with an open conversation with this end user (the most recently active), else
  * the number's first agent; a number with no agent keeps the message out of any conversation. In
  * one transaction: the conversation opened (and `conversation.started`) or joined, the message's
- * conversation set, `message.received` raised. Idempotent: an attempt that runs again finds the
+ * conversation set, `message.received` raised (for a message with a file, by its download instead,
+ * unless the file was settled first). Idempotent: an attempt that runs again finds the
  * conversation set and raises the same event IDs. Resolves with the conversation, if any.
  */
 export async function joinInbound(deps: ConversationDeps, message: InboundOfNumber): Promise<string | undefined> {
@@ -61,17 +68,21 @@ export async function joinInbound(deps: ConversationDeps, message: InboundOfNumb
             at: now,
           });
         }
-        await emitMessageReceived(tx, {
-          orgId: message.orgId,
-          agentId: conversation.agent_id,
-          conversationId: conversation.id,
-          endUserId: message.endUser.id,
-          from: message.from,
-          messageId: message.providerMessageId,
-          type: message.type,
-          text: message.text,
-          at: message.sentAt,
-        });
+        // Read after the message's row was updated above (its lock held, on PostgreSQL), so that a
+        // download finishing at the same moment either sees this conversation or is seen here.
+        const fields = await message.fields(trx);
+        if (fields) {
+          await emitMessageReceived(tx, {
+            orgId: message.orgId,
+            agentId: conversation.agent_id,
+            conversationId: conversation.id,
+            endUserId: message.endUser.id,
+            from: message.from,
+            messageId: message.providerMessageId,
+            fields,
+            at: message.sentAt,
+          });
+        }
         return conversation.id;
       });
       return id;

@@ -3,7 +3,7 @@
  * joining an inbound message, and the send path's reads and writes of its recipient.
  */
 
-export { emitConversationStarted, type StartedEndUser } from './conversation.events.js';
+export { emitConversationStarted, emitMessageReceived, type StartedEndUser } from './conversation.events.js';
 export {
   findConversationWithKeyEpoch,
   findRecipient,

@@ -10,6 +10,7 @@ import { registerConversationPages } from './conversations.pages.js';
 import { registerEndUserPages } from './end-users.pages.js';
 import { registerHomePages } from './home.pages.js';
 import { registerHookPages } from './hooks.pages.js';
+import { registerMediaPages } from './media.pages.js';
 import {
   cookies,
   field,
@@ -144,6 +145,7 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   registerAgentPages(app, ctx, kit);
   registerHookPages(app, ctx, kit);
   registerConversationPages(app, ctx, kit);
+  registerMediaPages(app, ctx, kit);
   registerCampaignCreatePages(app, ctx, kit);
   registerCampaignPages(app, ctx, kit);
   registerEndUserPages(app, ctx, kit);

@@ -12,6 +12,7 @@ import type { EndUserTable, EndUserTagTable } from '../end-users/end-user.table.
 import type { EventDeliveryTable, EventEndpointTable } from '../events/event.tables.js';
 import type { IdempotencyKeyTable } from '../idempotency/idempotency.table.js';
 import type { JobDeadLetterTable, JobTable } from '../jobs/jobs.tables.js';
+import type { MediaTable } from '../media/media.tables.js';
 import type {
   InboundMessageTable,
   MessageStatusTable,
@@ -106,6 +107,7 @@ export interface DB {
   invitations: InvitationTable;
   sign_in_failures: SignInFailureTable;
   audit_log: AuditLogTable;
+  media: MediaTable;
 }
 
 // Re-exported so feature tables can use it without importing kysely directly.

@@ -10,6 +10,7 @@ import type { AppContext } from '../context.js';
 import { conversationRoutes } from '../conversations/conversation.routes.js';
 import { dashboardRoutes } from '../dashboard/dashboard.routes.js';
 import { endUserRoutes } from '../end-users/end-user.routes.js';
+import { mediaDownloadRoutes } from '../media/media-download.routes.js';
 import { messageRoutes } from '../messaging/message.routes.js';
 import { webhookRoutes } from '../messaging/webhook.routes.js';
 import { installMetricsHook, opsRoutes } from '../ops/ops.routes.js';
@@ -202,6 +203,7 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
     webhookRoutes,
     sandboxRoutes,
     sentLogRoutes,
+    mediaDownloadRoutes,
     opsRoutes,
     // The web dashboard (/dashboard): HTML pages, hidden from the API description.
     dashboardRoutes,

@@ -21,6 +21,12 @@ export const CAMPAIGN_UNCONFIRMED_QUEUE = 'campaign-unconfirmed';
  */
 export const CONVERSATION_IDLE_SWEEP_QUEUE = 'conversation-idle-sweep';
 
+/** Downloads the file of one inbound message from the provider into the media store, then raises `message.received` (messaging: `inbound-media.task.ts`). */
+export const INBOUND_MEDIA_QUEUE = 'inbound-media';
+
+/** Scheduled: deletes media older than PARLEY_MEDIA_RETENTION_DAYS, once every PARLEY_MEDIA_SWEEP_MS across the region's nodes (media: `media-retention.ts`). */
+export const MEDIA_RETENTION_QUEUE = 'media-retention';
+
 /** Every queue's name. */
 export const QUEUE_NAMES = [
   EVENT_DELIVERY_QUEUE,
@@ -29,6 +35,8 @@ export const QUEUE_NAMES = [
   CAMPAIGN_DELIVERY_QUEUE,
   CAMPAIGN_UNCONFIRMED_QUEUE,
   CONVERSATION_IDLE_SWEEP_QUEUE,
+  INBOUND_MEDIA_QUEUE,
+  MEDIA_RETENTION_QUEUE,
 ] as const;
 
 export type QueueName = (typeof QUEUE_NAMES)[number];

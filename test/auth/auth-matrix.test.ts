@@ -196,6 +196,15 @@ const ROUTES: RouteCase[] = [
     agentTargeted: 'none',
   },
   {
+    // Own and other organizations' and agents' files: test/media/inbound-media.test.ts.
+    method: 'GET',
+    path: '/api/media/{mediaId}',
+    url: () => `/api/media/${fakeId('med')}`,
+    permission: ['channels', 'triggers'],
+    family: 'channel',
+    agentTargeted: 'none',
+  },
+  {
     // Spec 4.2; its body is not specified, so an empty object.
     method: 'POST',
     path: '/api/triggers/{agentId}/{triggerId}',

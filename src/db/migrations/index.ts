@@ -20,6 +20,7 @@ import { type MigrationDeps, sealedEndpointSecrets } from './0017-sealed-endpoin
 import { invitations } from './0018-invitations.js';
 import { listIndexes } from './0019-list-indexes.js';
 import { idempotencyClaimToken } from './0020-idempotency-claim-token.js';
+import { media } from './0022-media.js';
 
 export type { MigrationDeps, Sealer } from './0017-sealed-endpoint-secrets.js';
 
@@ -49,6 +50,7 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0018-invitations': invitations,
     '0019-list-indexes': listIndexes,
     '0020-idempotency-claim-token': idempotencyClaimToken,
+    '0022-media': media,
   };
 }
 
