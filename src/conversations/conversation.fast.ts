@@ -56,6 +56,15 @@ const CONVERSATION_COLUMNS = [
   'last_message_at',
   'closed_at',
   'updated_at',
+  'handler',
+  'assignee_id',
+  'assignee_name',
+  'handoff_reason',
+  'handoff_note',
+  'handoff_by',
+  'handoff_at',
+  'waiting_since',
+  'human_replied_at',
 ] as const satisfies readonly (keyof ConversationTable)[];
 
 /**

@@ -3,8 +3,10 @@
  * joining an inbound message, and the send path's reads and writes of its recipient.
  */
 
+export { defineBotFallbackQueue } from './bot-fallback.task.js';
 export { emitConversationStarted, type StartedEndUser } from './conversation.events.js';
 export {
+  findConversation,
   findConversationWithKeyEpoch,
   findRecipient,
   findRecipientStoringMessage,
@@ -13,5 +15,9 @@ export {
 } from './conversation.fast.js';
 export { deleteUnstartedConversation } from './conversation.repository.js';
 export * from './conversation.service.js';
+export { type Handling, handlingOf } from './handling.model.js';
+export { clearAssigneeEverywhere, countAllWaitingRows, countWaitingRows, markAnswered } from './handling.repository.js';
+export { type Actor, assign, type HoldingTextJob, handOff, release, takeOver } from './handoff.service.js';
 export { type InboundOfNumber, joinInbound } from './inbound.js';
+export { authorsOf, claimAuthor, deleteAuthor, findAuthor, messageExists } from './message-author.repository.js';
 export { raiseMessageStatuses, raiseStatusesOfMessages } from './status-events.js';

@@ -61,6 +61,7 @@ export async function createMessaging(
   const webhooks = new WebhookProcessor(database.db, clock, logger, {
     jobs,
     conversationIdleMs: config.conversations.idleMs,
+    botFallbackMs: config.conversations.botFallbackMs,
   });
   defineProviderWebhookQueue(jobs, webhooks);
   let attached = false;

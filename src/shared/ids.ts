@@ -52,7 +52,8 @@ export type IdKind =
   | 'dlv'
   | 'usr'
   | 'inv'
-  | 'aud';
+  | 'aud'
+  | 'nte';
 
 /** Unguessable identifiers: a kind prefix and 22 base62 characters (about 131 random bits). */
 export function newId(kind: IdKind): string {
