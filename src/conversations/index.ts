@@ -14,6 +14,7 @@ export {
   touchConversation,
 } from './conversation.fast.js';
 export { deleteUnstartedConversation } from './conversation.repository.js';
+export type { ThreadMessage as ThreadMessageOf } from './conversation.schemas.js';
 export * from './conversation.service.js';
 export { type Handling, handlingOf } from './handling.model.js';
 export { clearAssigneeEverywhere, countAllWaitingRows, countWaitingRows, markAnswered } from './handling.repository.js';
