@@ -28,7 +28,8 @@ export async function setHandedOff(
       handoff_note: handoff.note,
       handoff_by: handoff.by,
       handoff_at: handoff.at,
-      waiting_since: handoff.at,
+      // The end user waits when the bot or Parley handed over; a person taking over answers next.
+      waiting_since: handoff.by === 'user' ? null : handoff.at,
       human_replied_at: null,
       updated_at: handoff.at,
       ...(handoff.assignee ? { assignee_id: handoff.assignee.id, assignee_name: handoff.assignee.name } : {}),

@@ -14,7 +14,7 @@ import {
 import { findEndUser, type Person } from '../inbox/person-send.service.js';
 import { BUILT_IN_TEMPLATES } from '../sandbox/index.js';
 import { randomBase62 } from '../shared/ids.js';
-import { handlingText, personName, templateOptions, threadItems } from './inbox-view.js';
+import { handlingText, personName, recordOf, templateOptions, threadItems } from './inbox-view.js';
 import { formatTime } from './page-kit.js';
 import type { Session } from './session.service.js';
 import { canManage, listUsers } from './user.service.js';
@@ -155,6 +155,7 @@ export async function conversationPageData(ctx: AppContext, session: Session, id
       thread: loaded.thread,
       composer: await composerData(ctx, session, loaded, mode),
       noteForm: noteFormData(session, c.id),
+      record: recordOf(loaded.endUser),
     },
   };
 }

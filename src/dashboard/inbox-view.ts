@@ -30,7 +30,7 @@ export function listRow(item: InboxItem, agentNames: ReadonlyMap<string, string>
     waiting: item.waitingSince !== null,
     last: item.lastMessage
       ? {
-          who: item.lastMessage.direction === 'inbound' ? 'Customer' : 'Sent',
+          who: item.lastMessage.direction === 'inbound' ? 'Customer' : 'Answer',
           text: preview(item.lastMessage.text) || '—',
           at: formatTime(item.lastMessage.at),
         }
