@@ -26,6 +26,9 @@ const conversation = {
   startedAt: T,
   lastMessageAt: T + 5292,
   closedAt: null,
+  handler: 'bot',
+  assignee: null,
+  handoff: null,
 };
 
 const status = { status: 'delivered', timestamp: T + 1200, receivedAt: T + 1231 };
@@ -51,6 +54,7 @@ const conversationMessage = {
   template: { name: 'order_update', language: 'en_US', parameters: { body: ['A-1042'], header: [] } },
   messageId: WAMID,
   status: 'read',
+  sentBy: { type: 'agent' },
   createdAt: T,
 };
 
