@@ -56,20 +56,12 @@ const CONVERSATION_COLUMNS = [
   'last_message_at',
   'closed_at',
   'updated_at',
-  'handler',
-  'assignee_id',
-  'assignee_name',
-  'handoff_reason',
-  'handoff_note',
-  'handoff_by',
-  'handoff_at',
-  'waiting_since',
-  'human_replied_at',
 ] as const satisfies readonly (keyof ConversationTable)[];
 
 /**
  * The key epoch, the end user with a phone and their open conversation with an agent, in one
- * statement: always one row, the epoch's.
+ * statement: always one row, the epoch's. Who handles the conversation (its handler, assignee and
+ * handoff) is not read here: a send needs none of it, and the send path stays as lean as it was.
  */
 const recipientSelect = (db: QueryCreator<DB>) =>
   db
