@@ -140,7 +140,6 @@ export const HandoffBody = Type.Object(
   {
     additionalProperties: false,
     title: 'HandoffRequest',
-    examples: [{ reason: 'asked for a human', note: 'Wants to change the delivery address of order A-1042.' }],
   },
 );
 export type HandoffBody = Static<typeof HandoffBody>;

@@ -187,6 +187,7 @@ export const SCHEMA_EXAMPLES: Readonly<Record<string, unknown>> = {
   Health: { status: 'ok', timestamp: '2026-11-24T12:00:00.000Z', region: 'us' },
   Readiness: { status: 'ready' },
   OpenApiDocument: { openapi: '3.0.3', info: { title: 'Parley API', version: '3.0.0' }, paths: {} },
+  HandoffRequest: { reason: 'asked for a human', note: 'Wants to change the delivery address of order A-1042.' },
   SandboxInboundRequest: { convId: AGENT, from: '+14155550100', text: 'Where is my parcel?', name: 'Ada' },
   SandboxInboundResponse: { success: true, messageId: 'wamid.sandbox.HBgLMTQxNTU1NTAxMDA' },
   ProviderWebhook: {

@@ -98,14 +98,6 @@ export async function sendAsPerson(
           },
         },
   );
-  const decision = await deps.sendRateLimiter.consume({ keyId: `user:${person.id}`, orgId: person.orgId });
-  if (!decision.allowed) {
-    const whose = decision.binding.name === 'key' ? 'you' : 'this organization';
-    throw new AppError(
-      'RATE_LIMITED',
-      `Too many messages: ${whose} may send ${decision.binding.quota} per ${deps.sendRateLimiter.windowSeconds} seconds. Try again in ${decision.retryAfterSeconds} seconds.`,
-    );
-  }
   const now = deps.clock.now();
   const claimed = await claimAuthor(deps.db, {
     message_id: id,
@@ -116,6 +108,16 @@ export async function sendAsPerson(
     created_at: now,
   });
   if (!claimed) return { id, duplicate: true };
+  // The API's limits, counted once per message (a repeated form was answered above).
+  const decision = await deps.sendRateLimiter.consume({ keyId: `user:${person.id}`, orgId: person.orgId });
+  if (!decision.allowed) {
+    await deleteAuthor(deps.db, id);
+    const whose = decision.binding.name === 'key' ? 'you' : 'this organization';
+    throw new AppError(
+      'RATE_LIMITED',
+      `Too many messages: ${whose} may send ${decision.binding.quota} per ${deps.sendRateLimiter.windowSeconds} seconds. Try again in ${decision.retryAfterSeconds} seconds.`,
+    );
+  }
   let result: Awaited<ReturnType<typeof sendFromAgent>>;
   try {
     result = await sendFromAgent(deps, {

@@ -1237,7 +1237,13 @@ export interface components {
             /** @description Pass as cursor for the next page; null on the last page. */
             nextCursor: string | null;
         };
-        /** HandoffRequest */
+        /**
+         * HandoffRequest
+         * @example {
+         *       "reason": "asked for a human",
+         *       "note": "Wants to change the delivery address of order A-1042."
+         *     }
+         */
         HandoffRequest: {
             /** @description Why the agent hands over (at most 200 characters). */
             reason?: string;
@@ -3123,12 +3129,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "reason": "asked for a human",
-                 *       "note": "Wants to change the delivery address of order A-1042."
-                 *     }
-                 */
                 "application/json": components["schemas"]["HandoffRequest"];
             };
         };
