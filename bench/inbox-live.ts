@@ -10,6 +10,9 @@
  *   node --import tsx bench/inbox-live.ts --pages 10 --rounds 20   # smoke run
  *   npm run build && node --import tsx bench/inbox-live.ts --dist
  *
+ * RSS per open page: the server's resident memory with every page open (before the first change)
+ * less what it was with none, over the number of pages.
+ *
  * A "page" is what a browser's inbox tab costs the server: `GET /dashboard/inbox` once, its
  * stream (`/dashboard/inbox/stream`) open all along, and `GET /dashboard/inbox/list` after each
  * event. Every round posts one signed inbound message from a new customer; the agent has no hook,
@@ -136,11 +139,16 @@ async function measure(
   open: (onEvent: (page: number) => void) => Promise<(() => void)[]>,
   change: (round: number) => { readonly marker: string; run(): Promise<void> },
   refresh: ((marker: string) => Promise<void>) | undefined,
+  /** Called once every page is open, before the first change (what the pages alone hold). */
+  onOpen: () => void,
 ) {
   const events: number[] = [];
   const shown: number[] = [];
   let waiting: ((page: number) => void) | undefined;
   const closers = await open((page) => waiting?.(page));
+  // Settled: the sockets' buffers allocated, the pages' answers collected.
+  await new Promise((r) => setTimeout(r, 500));
+  onOpen();
   for (let round = 0; round < ROUNDS; round++) {
     const seen = new Set<number>();
     const refreshed: Promise<void>[] = [];
@@ -209,6 +217,7 @@ async function runParley(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
     await new Promise((r) => setTimeout(r, 500));
     global.gc?.();
     const before = rssKiB(parley.pid);
+    let after = before;
     log(`${dialect}: ${PAGES} inbox pages open, ${ROUNDS} inbound messages`);
     const result = await measure(
       PAGES,
@@ -240,8 +249,10 @@ async function runParley(dialect: 'sqlite' | 'postgres'): Promise<Figures> {
         const list = await getPage('/dashboard/inbox/list?view=people');
         if (!list.includes(marker)) throw new Error(`a page read its list and did not find ${marker}`);
       },
+      () => {
+        after = rssKiB(parley.pid);
+      },
     );
-    const after = rssKiB(parley.pid);
     for (const close of result.closers) close();
     return {
       name: `Parley, ${dialect}`,
@@ -263,6 +274,7 @@ async function runBaseline(): Promise<Figures> {
     (await openStream(`${url}/stream`, '', () => undefined))();
     await new Promise((r) => setTimeout(r, 200));
     const before = rssKiB(child.pid);
+    let after = before;
     log(`baseline: ${PAGES} streams, ${ROUNDS} changes`);
     const result = await measure(
       PAGES,
@@ -276,8 +288,10 @@ async function runBaseline(): Promise<Figures> {
         },
       }),
       undefined,
+      () => {
+        after = rssKiB(child.pid);
+      },
     );
-    const after = rssKiB(child.pid);
     for (const close of result.closers) close();
     return {
       name: 'bare node:http, one event to every stream',

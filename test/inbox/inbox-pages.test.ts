@@ -22,6 +22,7 @@ const ENV = {
   PARLEY_EVENT_RETRY_DELAYS_MS: '50,50,50',
   PARLEY_JOB_POLL_MS: '20',
   PARLEY_SEND_RATE_LIMIT: '6',
+  PARLEY_METRICS: 'true',
 };
 
 /** Reads a server-sent event stream over a real socket; `events` grows as they come. */
@@ -184,6 +185,11 @@ describe.each(DIALECTS)('the inbox pages (%s)', (dialect) => {
     // Nobody waits any more: the count is gone.
     const home = await x.asMember.get('/dashboard');
     expect(home.body).not.toContain('class="count"');
+    // The metrics: the time to this first answer after the handoff, and the conversations waiting.
+    const metrics = await call(t, { method: 'GET', url: '/metrics' });
+    expect(metrics.statusCode).toBe(200);
+    expect(metrics.body).toMatch(/^parley_first_human_reply_seconds_count\{region="us"\} [1-9]\d*$/m);
+    expect(metrics.body).toMatch(/^parley_conversations_waiting\{region="us"\} \d+$/m);
     // The thread names who sent it.
     const shown = await x.asOwner.get(`/dashboard/inbox/${id}/thread`, { 'hx-request': 'true' });
     expect(shown.body).toContain(x.member.email);
