@@ -44,6 +44,9 @@ export { MessageResponse, toMessageResponse } from '../src/messaging/message.ser
 // The send reference calls the provider with Parley's own client, so the request is the same.
 export { createCloudProvider } from '../src/messaging/provider.js';
 export { createOrganization } from '../src/orgs/org.service.js';
+// inbound-media.ts runs the provider sandbox in its own process: it keeps the files there and posts their
+// webhooks itself, so that its clock starts when the provider's webhook leaves.
+export { providerJson, signBody, startSandbox } from '../src/sandbox/index.js';
 // The clock and IDs Parley stamps its rows with, so seeded rows look like the API's own.
 export { systemClock } from '../src/shared/clock.js';
 export { newId } from '../src/shared/ids.js';

@@ -15,6 +15,7 @@ export {
   type DatabaseConfig,
   type EventsConfig,
   type HttpLimits,
+  type MediaConfig,
   type MessagingConfig,
   REGION_NAMES,
   REGIONS,

@@ -13,6 +13,7 @@ import { defineHoldingTextQueue } from './inbox/holding-text.task.js';
 import type { JobRunner } from './jobs/job-runner.js';
 import { createJobRunner } from './jobs/jobs.js';
 import { LiveHub } from './live/index.js';
+import { createMediaStore, defineMediaRetention, type MediaStore } from './media/index.js';
 import { createMessaging, type Messaging } from './messaging/messaging.js';
 import { secretBoxOf } from './numbers/index.js';
 import { Metrics } from './ops/metrics.js';
@@ -57,6 +58,8 @@ export interface AppContext {
   readonly afterAnswer: AfterAnswer;
   /** The changes open inbox pages of this node hear (every node's, on PostgreSQL). */
   readonly live: LiveHub;
+  /** Where the bytes of media live (PARLEY_MEDIA_STORE): the data folder or S3. */
+  readonly mediaStore: MediaStore;
   close(): Promise<void>;
 }
 
@@ -107,13 +110,29 @@ export async function createContext(
   });
   await campaignRateLimiter.ready();
   const clock = options.clock ?? systemClock;
+  const mediaStore = await createMediaStore(config, region.region);
+  if (mediaStore.kind === 'folder' && region.database.kind === 'postgres') {
+    logger.warn(
+      { mediaFolder: mediaStore.where },
+      'media is kept in a folder while the database is PostgreSQL: every node must share that folder (a network file system), or set PARLEY_MEDIA_STORE=s3',
+    );
+  }
   const metrics = config.metrics.enabled ? new Metrics(region.region) : undefined;
   const jobs = await createJobRunner(config, region.database, database, clock, logger, (queue) =>
     metrics?.jobFailures.inc({ queue }),
   );
   metrics?.watchJobs(jobs);
   metrics?.watchWaiting(() => countAllWaitingRows(database.db));
-  const messaging = await createMessaging(config, region.region, database, clock, logger, jobs, metrics);
+  const messaging = await createMessaging(
+    config,
+    region.region,
+    database,
+    clock,
+    logger,
+    jobs,
+    { store: mediaStore, baseUrl: region.baseUrl },
+    metrics,
+  );
   const eventDeliverer = new EventDeliverer({
     db: database.db,
     clock,
@@ -151,6 +170,11 @@ export async function createContext(
   defineBotFallbackQueue(jobs, { db: database.db, jobs, clock, idleMs: config.conversations.idleMs });
   defineHoldingTextQueue(jobs, send);
   const live = new LiveHub(region.database, logger);
+  defineMediaRetention(
+    jobs,
+    { db: database.db, store: mediaStore, clock, logger, retentionDays: config.media.retentionDays },
+    config.media.sweepMs,
+  );
   // Every queue is defined by now (the features above); the store is prepared, then worked.
   await jobs.init();
   if (options.workJobs !== false) jobs.start();
@@ -171,6 +195,7 @@ export async function createContext(
     numberPacer,
     afterAnswer,
     live,
+    mediaStore,
     async close() {
       // Before the job runner and the database: this work writes and raises events.
       await afterAnswer.idle();
@@ -182,6 +207,7 @@ export async function createContext(
       await campaignRateLimiter.close();
       await lastUsed.stop();
       await live.close();
+      await mediaStore.close();
       await database.close();
     },
   };

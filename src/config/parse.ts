@@ -8,7 +8,15 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fromEnv, read } from './read.js';
 import { regionConfigs, regionList } from './regions.js';
-import type { CampaignsConfig, Config, ConfigFlags, EventsConfig, HttpLimits, MessagingConfig } from './types.js';
+import type {
+  CampaignsConfig,
+  Config,
+  ConfigFlags,
+  EventsConfig,
+  HttpLimits,
+  MediaConfig,
+  MessagingConfig,
+} from './types.js';
 import { ConfigError } from './values.js';
 
 type Env = Record<string, string | undefined>;
@@ -66,6 +74,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
       }),
       upgradeUrl: fromEnv(env, 'PARLEY_UPGRADE_URL'),
     }),
+    media: mediaConfig(env),
     messaging: messagingConfig(
       env,
       regions.some((r) => r.database.kind === 'postgres'),
@@ -98,6 +107,23 @@ function campaignsConfig(env: Env): CampaignsConfig {
     unconfirmedMs: fromEnv(env, 'PARLEY_CAMPAIGN_UNCONFIRMED_MS'),
     retryDelaysMs: fromEnv(env, 'PARLEY_CAMPAIGN_RETRY_DELAYS_MS'),
     throttleRetries: fromEnv(env, 'PARLEY_CAMPAIGN_THROTTLE_RETRIES'),
+  });
+}
+
+function mediaConfig(env: Env): MediaConfig {
+  return Object.freeze({
+    store: fromEnv(env, 'PARLEY_MEDIA_STORE'),
+    s3: Object.freeze({
+      bucket: fromEnv(env, 'PARLEY_MEDIA_S3_BUCKET'),
+      endpoint: fromEnv(env, 'PARLEY_MEDIA_S3_ENDPOINT'),
+      region: fromEnv(env, 'PARLEY_MEDIA_S3_REGION'),
+      forcePathStyle: fromEnv(env, 'PARLEY_MEDIA_S3_FORCE_PATH_STYLE'),
+      prefix: fromEnv(env, 'PARLEY_MEDIA_S3_PREFIX'),
+    }),
+    retentionDays: fromEnv(env, 'PARLEY_MEDIA_RETENTION_DAYS'),
+    sweepMs: fromEnv(env, 'PARLEY_MEDIA_SWEEP_MS'),
+    downloadRetryDelaysMs: fromEnv(env, 'PARLEY_MEDIA_DOWNLOAD_RETRY_DELAYS_MS'),
+    sandboxBytesPerSecond: fromEnv(env, 'PARLEY_SANDBOX_MEDIA_BYTES_PER_SECOND'),
   });
 }
 

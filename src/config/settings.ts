@@ -7,6 +7,7 @@
  * listed, that each default is what `loadConfig` answers when nothing is set, and that the page is
  * up to date.
  */
+import { media } from './settings-media.js';
 import type { SandboxTemplate } from './types.js';
 import {
   anyText,
@@ -388,6 +389,7 @@ export const SECTIONS = [
   { title: 'Conversations', settings: conversations },
   { title: 'Campaigns', settings: campaigns },
   { title: 'Dashboard', settings: dashboard },
+  { title: 'Media', settings: media },
 ] as const;
 
 export const SETTINGS = {
@@ -399,5 +401,6 @@ export const SETTINGS = {
   ...conversations,
   ...campaigns,
   ...dashboard,
+  ...media,
 };
 export type SettingName = keyof typeof SETTINGS;

@@ -64,6 +64,27 @@ export interface Config {
   readonly trustProxy: TrustProxy;
   readonly messaging: MessagingConfig;
   readonly dashboard: DashboardConfig;
+  readonly media: MediaConfig;
+}
+
+/** Where media is kept and for how long (photos, voice notes, documents users send and agents upload). */
+export interface MediaConfig {
+  readonly store: 'folder' | 's3';
+  readonly s3: {
+    readonly bucket: string | undefined;
+    readonly endpoint: string | undefined;
+    readonly region: string | undefined;
+    readonly forcePathStyle: boolean;
+    /** First part of every key; the region follows. */
+    readonly prefix: string;
+  };
+  readonly retentionDays: number;
+  /** How often media past its retention is deleted (once across the region's nodes). */
+  readonly sweepMs: number;
+  /** Waits before each new try of an inbound media download. */
+  readonly downloadRetryDelaysMs: readonly number[];
+  /** The sandbox serves media downloads at most this fast; unset: at once. */
+  readonly sandboxBytesPerSecond: number | undefined;
 }
 
 /** The web dashboard at /dashboard. */

@@ -117,6 +117,18 @@ export const milliseconds: ValueKind<readonly number[]> = {
   },
 };
 
+/** One of a few words, any case. */
+export function oneOf<const T extends string>(words: readonly T[]): ValueKind<T> {
+  return {
+    unset: blank,
+    parse(name, raw) {
+      const v = raw.trim().toLowerCase();
+      if ((words as readonly string[]).includes(v)) return v as T;
+      throw new ConfigError(`${name} must be one of ${words.join(', ')}, got "${raw}"`);
+    },
+  };
+}
+
 /** Any text, taken as it is. */
 export const text: ValueKind<string> = { parse: (_name, raw) => raw };
 

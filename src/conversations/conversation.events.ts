@@ -1,4 +1,5 @@
 import { type EventDeps, type EventToEmit, emitEvent, eventId } from '../events/event.service.js';
+import type { InboundEventFields } from '../messaging/index.js';
 import type { ConversationTable } from './conversation.tables.js';
 import { handlingOf } from './handling.model.js';
 
@@ -49,8 +50,8 @@ export function emitMessageReceived(
     readonly endUserId: string | null;
     readonly from: string;
     readonly messageId: string;
-    readonly type: string;
-    readonly text: string | null;
+    /** `type`, `text`, and what the kind carries (`media`, `location`, `reply`, `reaction`, `contacts`, `replyTo`). */
+    readonly fields: InboundEventFields;
     readonly at: number;
     /** false while a person holds the conversation: only the organization's endpoints hear it. */
     readonly toAgentHook?: boolean;
@@ -69,8 +70,7 @@ export function emitMessageReceived(
       endUserId: message.endUserId,
       from: message.from,
       messageId: message.messageId,
-      type: message.type,
-      text: message.text,
+      ...message.fields,
     },
   });
 }

@@ -120,6 +120,12 @@ export interface ThreadRow {
   readonly status: string | null;
   readonly inboundType: string | null;
   readonly createdAt: number;
+  /** Inbound: its file, the message it replies to, what its kind carries (JSON). */
+  readonly inbound?: {
+    readonly mediaId: string | null;
+    readonly replyTo: string | null;
+    readonly content: string | null;
+  };
 }
 
 /**
@@ -156,7 +162,7 @@ export async function listThreadRows(
     .where('conversation_id', '=', conversationId);
   let inbound = db
     .selectFrom('inbound_messages')
-    .select(['provider_message_id', 'text', 'type', 'received_at'])
+    .select(['provider_message_id', 'text', 'type', 'received_at', 'media_id', 'reply_to', 'content'])
     .where('conversation_id', '=', conversationId);
   if (after) {
     out = out
@@ -199,6 +205,7 @@ export async function listThreadRows(
         status: null,
         inboundType: r.type,
         createdAt: Number(r.received_at),
+        inbound: { mediaId: r.media_id ?? null, replyTo: r.reply_to ?? null, content: r.content ?? null },
       }),
     ),
   ];

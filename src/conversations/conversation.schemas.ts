@@ -1,4 +1,5 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { INBOUND_FIELDS } from '../messaging/inbound.schemas.js';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const MAX_INTEGER = Number.MAX_SAFE_INTEGER;
@@ -166,7 +167,9 @@ export const ThreadMessage = Type.Object(
     }),
     direction: Type.Union([Type.Literal('inbound'), Type.Literal('outbound')]),
     type: Type.Union([Type.Literal('template'), Type.Literal('message')]),
-    text: Type.Optional(Nullable(Type.String({ description: 'The text (free text either way).' }))),
+    text: Type.Optional(
+      Nullable(Type.String({ description: 'The text (free text either way); of an inbound file, its caption.' })),
+    ),
     template: Type.Optional(
       Type.Object({
         name: Type.String(),
@@ -175,8 +178,13 @@ export const ThreadMessage = Type.Object(
       }),
     ),
     inboundType: Type.Optional(
-      Type.String({ description: "The provider's type of an inbound message (`text`, `image`, `button`...)." }),
+      Type.String({
+        description:
+          "An inbound message's kind: `text`, `image`, `audio`, `video`, `document`, `sticker`, `location`, `contacts`, " +
+          '`interactive` (a button or list reply), `button` (a template quick reply), `reaction` or `unsupported`.',
+      }),
     ),
+    ...INBOUND_FIELDS,
     messageId: Nullable(Type.String({ description: "The provider's message ID (null until the provider accepted)." })),
     status: Type.Optional(Type.String({ description: 'Delivery status of an outbound message.' })),
     sentBy: Type.Optional(SentBy),

@@ -4,6 +4,8 @@ import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import { publishLive } from '../live/index.js';
+import { findMediaByIds, type Media } from '../media/index.js';
+import { inboundFields } from '../messaging/index.js';
 import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { decodeCursor, encodeCursor } from '../shared/cursor.js';
@@ -275,7 +277,11 @@ export function sentByOf(author: MessageAuthorTable | undefined): NonNullable<Th
   };
 }
 
-function toThreadMessage(row: ThreadRow, authors: ReadonlyMap<string, MessageAuthorTable>): ThreadMessage {
+function toThreadMessage(
+  row: ThreadRow,
+  media: ReadonlyMap<string, Media>,
+  authors: ReadonlyMap<string, MessageAuthorTable>,
+): ThreadMessage {
   const base = {
     id: row.id,
     direction: row.direction,
@@ -284,7 +290,11 @@ function toThreadMessage(row: ThreadRow, authors: ReadonlyMap<string, MessageAut
     createdAt: row.createdAt,
   };
   if (row.direction === 'inbound') {
-    return { ...base, text: row.text, ...(row.inboundType ? { inboundType: row.inboundType } : {}) };
+    const { type: _, ...fields } = inboundFields(
+      { type: row.inboundType, text: row.text, reply_to: row.inbound?.replyTo, content: row.inbound?.content },
+      row.inbound?.mediaId ? media.get(row.inbound.mediaId) : undefined,
+    );
+    return { ...base, ...fields, ...(row.inboundType ? { inboundType: row.inboundType } : {}) };
   }
   const parameters = row.templateParameters
     ? (JSON.parse(row.templateParameters) as { body: string[]; header: string[] })
@@ -324,6 +334,8 @@ export async function listConversationMessages(
   );
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
+  const mediaIds = page.flatMap((r) => (r.inbound?.mediaId ? [r.inbound.mediaId] : []));
+  const media = new Map((await findMediaByIds(db, reader.orgId, mediaIds)).map((m) => [m.id, m]));
   const authors = new Map(
     (
       await authorsOf(
@@ -333,7 +345,7 @@ export async function listConversationMessages(
     ).map((a) => [a.message_id, a]),
   );
   return {
-    data: page.map((r) => toThreadMessage(r, authors)),
+    data: page.map((row) => toThreadMessage(row, media, authors)),
     nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null,
   };
 }

@@ -1,7 +1,10 @@
+import type { Kysely } from 'kysely';
 import { isRetryableWrite, isUniqueViolation } from '../db/db-errors.js';
+import type { DB } from '../db/schema.js';
 import { agentHookReceives, eventId } from '../events/event.service.js';
 import { BOT_FALLBACK_QUEUE } from '../jobs/queues.js';
 import { publishLive } from '../live/index.js';
+import type { InboundEventFields } from '../messaging/index.js';
 import type { BotFallbackJob } from './bot-fallback.task.js';
 import { emitConversationStarted, emitMessageReceived, type StartedEndUser } from './conversation.events.js';
 import { findConversation, touchConversation } from './conversation.fast.js';
@@ -24,8 +27,11 @@ export interface InboundOfNumber {
   /** E.164 of the sender, as the provider reports it. */
   readonly from: string;
   readonly endUser: StartedEndUser;
-  readonly type: string;
-  readonly text: string | null;
+  /**
+   * What `message.received` says of the message, read in the transaction that joins it; null while
+   * it cannot be raised yet (its file is still downloading: the download raises it once done).
+   */
+  readonly fields: (db: Kysely<DB>) => Promise<InboundEventFields | null>;
   /** When the user sent it (ms). */
   readonly sentAt: number;
   /** The conversation an earlier attempt already joined the message to. */
@@ -37,9 +43,10 @@ export interface InboundOfNumber {
  * number's agents with an open conversation with this end user (the most recently active), else
  * the number's first agent; a number with no agent keeps the message out of any conversation. In
  * one transaction: the conversation opened (and `conversation.started`) or joined, the message's
- * conversation set, `message.received` raised, open inbox pages told. Idempotent: an attempt that
- * runs again finds the conversation set and raises the same event IDs. Resolves with the
- * conversation, if any.
+ * conversation set, `message.received` raised (for a message with a file, by its download instead,
+ * unless the file was settled first), open inbox pages told. Idempotent: an attempt that runs
+ * again finds the conversation set and raises the same event IDs. Resolves with the conversation,
+ * if any.
  *
  * Who hears it: while people hold the conversation, only the organization's endpoints (the agent's
  * hook stays silent) and the end user now waits for a person. While the bot holds it, an agent
@@ -81,18 +88,22 @@ export async function joinInbound(deps: InboundJoinDeps, message: InboundOfNumbe
           });
         }
         const withPeople = conversation.handler === 'human' && conversation.status === 'open';
-        await emitMessageReceived(tx, {
-          orgId: message.orgId,
-          agentId: conversation.agent_id,
-          conversationId: conversation.id,
-          endUserId: message.endUser.id,
-          from: message.from,
-          messageId: message.providerMessageId,
-          type: message.type,
-          text: message.text,
-          at: message.sentAt,
-          ...(withPeople ? { toAgentHook: false } : {}),
-        });
+        // Read after the message's row was updated above (its lock held, on PostgreSQL), so that a
+        // download finishing at the same moment either sees this conversation or is seen here.
+        const fields = await message.fields(trx);
+        if (fields) {
+          await emitMessageReceived(tx, {
+            orgId: message.orgId,
+            agentId: conversation.agent_id,
+            conversationId: conversation.id,
+            endUserId: message.endUser.id,
+            from: message.from,
+            messageId: message.providerMessageId,
+            fields,
+            at: message.sentAt,
+            ...(withPeople ? { toAgentHook: false } : {}),
+          });
+        }
         if (withPeople) {
           await markWaiting(trx, conversation.id, now);
         } else if (conversation.status === 'open') {

@@ -4,7 +4,7 @@
  */
 
 export { defineBotFallbackQueue } from './bot-fallback.task.js';
-export { emitConversationStarted, type StartedEndUser } from './conversation.events.js';
+export { emitConversationStarted, emitMessageReceived, type StartedEndUser } from './conversation.events.js';
 export {
   findConversation,
   findConversationWithKeyEpoch,

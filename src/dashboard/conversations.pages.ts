@@ -7,6 +7,7 @@ import { getEndUser } from '../end-users/end-user.service.js';
 import { isAppError } from '../shared/errors.js';
 import { formatTime, html, type PageKit } from './page-kit.js';
 import { PAGE_SIZE, pageRequestOf, pagerOf } from './pager.js';
+import { threadItemOf } from './thread-items.js';
 import { renderPage } from './views.js';
 
 const startedByText = (by: StartedBy) =>
@@ -98,15 +99,7 @@ export function registerConversationPages(app: FastifyInstance, ctx: AppContext,
         next: page.nextCursor
           ? `/dashboard/conversations/${encodeURIComponent(id)}?cursor=${page.nextCursor}`
           : undefined,
-        messages: page.data.map((m) => ({
-          who: m.direction === 'inbound' ? 'End user' : 'Agent',
-          at: formatTime(m.createdAt),
-          text:
-            m.type === 'template' && m.template
-              ? `Template ${m.template.name}${m.template.parameters ? `: ${m.template.parameters.body.join(', ')}` : ''}`
-              : (m.text ?? ''),
-          status: m.status,
-        })),
+        messages: page.data.map(threadItemOf),
       }),
     );
   });

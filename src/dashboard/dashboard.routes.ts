@@ -15,6 +15,7 @@ import { registerHookPages } from './hooks.pages.js';
 import { registerInboxPages } from './inbox.pages.js';
 import { registerInboxActionPages } from './inbox-actions.pages.js';
 import { registerInboxStream } from './inbox-stream.js';
+import { registerMediaPages } from './media.pages.js';
 import {
   cookies,
   field,
@@ -151,6 +152,7 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   registerAgentPages(app, ctx, kit);
   registerHookPages(app, ctx, kit);
   registerConversationPages(app, ctx, kit);
+  registerMediaPages(app, ctx, kit);
   registerCampaignCreatePages(app, ctx, kit);
   registerCampaignPages(app, ctx, kit);
   registerEndUserPages(app, ctx, kit);

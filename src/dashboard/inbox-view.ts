@@ -2,6 +2,7 @@ import type { Conversation, ThreadMessageOf } from '../conversations/index.js';
 import type { EndUser } from '../end-users/end-user.model.js';
 import type { InboxItem, Note, PickerTemplate } from '../inbox/inbox.service.js';
 import { formatTime } from './page-kit.js';
+import { threadItemOf } from './thread-items.js';
 
 /**
  * What the inbox's templates show, in words: a list row, the thread (messages and notes, who sent
@@ -69,8 +70,15 @@ export interface ThreadItem {
   /** A template: its name and parameters, shown under the text. */
   readonly template?: string | undefined;
   readonly ticks?: { symbol: string; label: string; tone: string } | undefined;
-  /** What an inbound message was when it is not text (a picture...). */
+  /** What an inbound message was when it is not text and Parley cannot show it. */
   readonly kindLabel?: string | undefined;
+  /** What an inbound message's kind carries, as the conversation view shows it (thread-items.ts). */
+  readonly image?: { readonly src: string; readonly alt: string } | undefined;
+  readonly file?: { readonly href: string; readonly label: string; readonly size: string } | undefined;
+  readonly missing?: string | undefined;
+  readonly location?: { readonly href: string; readonly label: string } | undefined;
+  readonly note?: string | undefined;
+  readonly replyTo?: boolean | undefined;
 }
 
 /** A message's text, or what it was: a template with its parameters, a kind without text. */
@@ -90,7 +98,11 @@ export function threadItems(
 ): ThreadItem[] {
   const items: ThreadItem[] = messages.map((m) => {
     if (m.direction === 'inbound') {
-      const kind = m.inboundType && m.inboundType !== 'text' ? m.inboundType : undefined;
+      // Every kind of inbound message as the conversation view shows it: photos inline, files to
+      // download, locations, replies, reactions.
+      const rich = threadItemOf(m);
+      const shown = rich.image || rich.file || rich.missing || rich.location || rich.note;
+      const kind = m.inboundType && m.inboundType !== 'text' && !shown ? m.inboundType : undefined;
       return {
         kind: 'inbound',
         id: m.id,
@@ -99,6 +111,12 @@ export function threadItems(
         sortAt: m.createdAt,
         text: m.text ?? '',
         kindLabel: kind,
+        image: rich.image,
+        file: rich.file,
+        missing: rich.missing,
+        location: rich.location,
+        note: rich.note,
+        replyTo: rich.replyTo,
       };
     }
     const by = m.sentBy;

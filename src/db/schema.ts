@@ -17,6 +17,7 @@ import type { EndUserTable, EndUserTagTable } from '../end-users/end-user.table.
 import type { EventDeliveryTable, EventEndpointTable } from '../events/event.tables.js';
 import type { IdempotencyKeyTable } from '../idempotency/idempotency.table.js';
 import type { JobDeadLetterTable, JobTable } from '../jobs/jobs.tables.js';
+import type { MediaTable } from '../media/media.tables.js';
 import type {
   InboundMessageTable,
   MessageStatusTable,
@@ -115,6 +116,7 @@ export interface DB {
   audit_log: AuditLogTable;
   message_authors: MessageAuthorTable;
   conversation_notes: ConversationNoteTable;
+  media: MediaTable;
 }
 
 // Re-exported so feature tables can use it without importing kysely directly.

@@ -10,10 +10,12 @@ import type { AppContext } from '../context.js';
 import { conversationRoutes } from '../conversations/conversation.routes.js';
 import { dashboardRoutes } from '../dashboard/dashboard.routes.js';
 import { endUserRoutes } from '../end-users/end-user.routes.js';
+import { mediaDownloadRoutes } from '../media/media-download.routes.js';
 import { messageRoutes } from '../messaging/message.routes.js';
 import { webhookRoutes } from '../messaging/webhook.routes.js';
 import { installMetricsHook, opsRoutes } from '../ops/ops.routes.js';
 import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
+import { sentLogRoutes } from '../sandbox/sent-log.routes.js';
 import { AppError } from '../shared/errors.js';
 import { triggerRoutes } from '../triggers/trigger.routes.js';
 import { apiReference } from './api-reference.js';
@@ -200,6 +202,8 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
     campaignRoutes,
     webhookRoutes,
     sandboxRoutes,
+    sentLogRoutes,
+    mediaDownloadRoutes,
     opsRoutes,
     // The web dashboard (/dashboard): HTML pages, hidden from the API description.
     dashboardRoutes,

@@ -214,7 +214,9 @@ export function installErrorHandlers(
 ): void {
   app.setErrorHandler((err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     // An unknown route is a 404 whatever else is wrong with the request (its body, say).
-    const appErr = request.is404 ? notFound(request) : toAppError(err, bodyLimit);
+    // A route may take larger bodies than the app (the sandbox's files): its own limit is the one to name.
+    const limit = request.routeOptions?.bodyLimit ?? bodyLimit;
+    const appErr = request.is404 ? notFound(request) : toAppError(err, limit);
     const answer = (e: AppError): void => {
       if (e.code === 'INTERNAL') {
         request.log.error({ err }, 'request failed');
@@ -236,7 +238,7 @@ export function installErrorHandlers(
     }
     return pending.then(
       () => answer(appErr),
-      (authErr: unknown) => answer(toAppError(authErr as FastifyError, bodyLimit)),
+      (authErr: unknown) => answer(toAppError(authErr as FastifyError, limit)),
     );
   });
 

@@ -17,6 +17,7 @@ export const API_LICENSE = { name: 'UNLICENSED (proprietary; see the repository)
 /** Operation IDs by method and path: stable names a client generator turns into methods. */
 export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /api/health': 'getHealth',
+  'GET /api/media/{mediaId}': 'downloadMedia',
   'GET /api/openapi.json': 'getOpenApiDocument',
   'GET /api/ready': 'getReadiness',
   'GET /api/endusers': 'listEndUsers',
@@ -40,6 +41,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /webhooks/msgapp': 'verifyProviderWebhook',
   'POST /webhooks/msgapp': 'receiveProviderWebhook',
   'POST /api/sandbox/inbound': 'simulateInboundMessage',
+  'GET /api/sandbox/messages': 'listSandboxSentMessages',
 };
 
 export const TAGS: readonly { name: string; description: string }[] = [
@@ -50,7 +52,8 @@ export const TAGS: readonly { name: string; description: string }[] = [
   { name: 'conversations', description: 'Conversations and their messages (permission Channels or Triggers).' },
   { name: 'campaigns', description: 'Webhook campaigns, called with the key bound to the campaign.' },
   { name: 'webhooks', description: 'Where the messaging provider posts its webhooks (signed by the provider).' },
-  { name: 'sandbox', description: 'The built-in provider sandbox: a user writing in.' },
+  { name: 'sandbox', description: 'The built-in provider sandbox: a user writing in, and what it was sent.' },
+  { name: 'media', description: 'Files users send and agents upload: photos, voice notes, videos, documents.' },
 ];
 
 /** `getCampaignDeliveries`-style name for an operation missing from the table (a new route). */

@@ -31,6 +31,23 @@ const conversation = {
   handoff: null,
 };
 
+const sandboxSent = {
+  messageId: WAMID,
+  from: '+16505550100',
+  to: '+14155550100',
+  type: 'text',
+  payload: {
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to: '+14155550100',
+    biz_opaque_callback_data: 'msg_9sDf3GhJ5kLz7XcV1bNm2Q',
+    type: 'text',
+    text: { preview_url: false, body: 'Your parcel is on its way.' },
+  },
+  receivedAt: T,
+  error: null,
+};
+
 const status = { status: 'delivered', timestamp: T + 1200, receivedAt: T + 1231 };
 
 const message = {
@@ -190,6 +207,8 @@ export const SCHEMA_EXAMPLES: Readonly<Record<string, unknown>> = {
   HandoffRequest: { reason: 'asked for a human', note: 'Wants to change the delivery address of order A-1042.' },
   SandboxInboundRequest: { convId: AGENT, from: '+14155550100', text: 'Where is my parcel?', name: 'Ada' },
   SandboxInboundResponse: { success: true, messageId: 'wamid.sandbox.HBgLMTQxNTU1NTAxMDA' },
+  SandboxSentMessage: sandboxSent,
+  SandboxSentList: { data: [sandboxSent] },
   ProviderWebhook: {
     object: 'whatsapp_business_account',
     entry: [

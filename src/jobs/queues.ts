@@ -28,6 +28,11 @@ export const CONVERSATION_IDLE_SWEEP_QUEUE = 'conversation-idle-sweep';
 export const BOT_FALLBACK_QUEUE = 'bot-fallback';
 /** Sends an agent's holding text once per handoff Parley made (inbox: `holding-text.task.ts`). */
 export const HOLDING_TEXT_QUEUE = 'holding-text';
+/** Downloads the file of one inbound message from the provider into the media store, then raises `message.received` (messaging: `inbound-media.task.ts`). */
+export const INBOUND_MEDIA_QUEUE = 'inbound-media';
+
+/** Scheduled: deletes media older than PARLEY_MEDIA_RETENTION_DAYS, once every PARLEY_MEDIA_SWEEP_MS across the region's nodes (media: `media-retention.ts`). */
+export const MEDIA_RETENTION_QUEUE = 'media-retention';
 
 /** Every queue's name. */
 export const QUEUE_NAMES = [
@@ -39,6 +44,8 @@ export const QUEUE_NAMES = [
   CONVERSATION_IDLE_SWEEP_QUEUE,
   BOT_FALLBACK_QUEUE,
   HOLDING_TEXT_QUEUE,
+  INBOUND_MEDIA_QUEUE,
+  MEDIA_RETENTION_QUEUE,
 ] as const;
 
 export type QueueName = (typeof QUEUE_NAMES)[number];

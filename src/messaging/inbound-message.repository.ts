@@ -13,6 +13,10 @@ export interface NewInboundMessage {
   readonly type: string;
   readonly sentAt: number;
   readonly receivedAt: number;
+  readonly mediaId: string | null;
+  readonly replyTo: string | null;
+  /** JSON of what the kind carries beside text and file. */
+  readonly content: string | null;
 }
 
 /** Stores an inbound message; false when it was stored before (a redelivery). */
@@ -29,6 +33,9 @@ export async function insertInboundMessage(db: Kysely<DB>, message: NewInboundMe
       sent_at: message.sentAt,
       received_at: message.receivedAt,
       conversation_id: null,
+      media_id: message.mediaId,
+      reply_to: message.replyTo,
+      content: message.content,
     })
     .onConflict((oc) => oc.column('provider_message_id').doNothing())
     .executeTakeFirst();
@@ -62,4 +69,13 @@ export async function inboundMessageStored(db: Kysely<DB>, providerMessageId: st
     )
     .executeTakeFirst();
   return row !== undefined;
+}
+
+/** What the stored message carries (its kind, text, file, content), for `message.received`. */
+export async function inboundKindRow(db: Kysely<DB>, providerMessageId: string) {
+  return db
+    .selectFrom('inbound_messages')
+    .select(['type', 'text', 'media_id', 'reply_to', 'content'])
+    .where('provider_message_id', '=', providerMessageId)
+    .executeTakeFirst();
 }

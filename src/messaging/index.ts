@@ -3,6 +3,7 @@
  * messages, statuses and windows. (The routes, services and webhooks are reached by the app.)
  */
 
+export { type InboundEventFields, inboundFields, mediaUrlOf, type StoredKind } from './inbound-event.js';
 export { findMessage, findMessageWithKeyEpoch, insertMessage, isWindowOpen, markAccepted } from './message.fast.js';
 export {
   MESSAGE_COLUMN_TYPES,

@@ -85,6 +85,12 @@ export interface InboundMessageTable {
   conversation_id: string | null;
   /** The provider's message type (`text`, `image`, `button`...). */
   type: string | null;
+  /** The file the message carries (`media.id`), for images, audio, video, documents and stickers. */
+  media_id?: string | null;
+  /** The provider's ID of the message this one replies to (`context.id`). */
+  reply_to?: string | null;
+  /** JSON of what the kind carries beside text and media (`InboundContent`: location, reply, reaction, contacts). */
+  content?: string | null;
 }
 
 /** The 24-hour window: last time a user wrote to a number. */

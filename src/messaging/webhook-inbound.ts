@@ -4,10 +4,16 @@ import { joinInbound } from '../conversations/index.js';
 import type { DB } from '../db/schema.js';
 import { getEndUser, recordInboundEndUser } from '../end-users/end-user.service.js';
 import type { JobRunner } from '../jobs/job-runner.js';
+import { INBOUND_MEDIA_QUEUE } from '../jobs/queues.js';
+import { findMediaById, insertMedia } from '../media/index.js';
 import type { Clock } from '../shared/clock.js';
 import { isAppError } from '../shared/errors.js';
+import { newId } from '../shared/ids.js';
 import { endUserPhoneOf, windowKey } from '../shared/phone.js';
-import { conversationOfInbound, insertInboundMessage } from './inbound-message.repository.js';
+import { inboundFields } from './inbound-event.js';
+import { contentJson } from './inbound-kinds.js';
+import type { InboundMediaJob } from './inbound-media.task.js';
+import { conversationOfInbound, inboundKindRow, insertInboundMessage } from './inbound-message.repository.js';
 import { numberByPhoneNumberId } from './webhook.fast.js';
 import type { InboundTask } from './webhook-payload.js';
 import { openWindow } from './window.repository.js';
@@ -22,6 +28,8 @@ export interface InboundDeps {
   readonly conversationIdleMs: number;
   /** PARLEY_BOT_FALLBACK_MS: how long the agent's hook has to acknowledge a message. */
   readonly botFallbackMs: number;
+  /** The region's base address, for the `media.url` of `message.received`. */
+  readonly baseUrl: string;
 }
 
 /**
@@ -39,7 +47,9 @@ export async function applyInbound(
   const { db, clock, jobs } = deps;
   const number = task.phoneNumberId ? (await numberByPhoneNumberId(db, [task.phoneNumberId])).rows[0] : undefined;
   if (!number) return 'unrouted';
+  const mediaId = task.media ? newId('med') : null;
   const stored = await db.transaction().execute(async (trx) => {
+    const receivedAt = clock.now();
     const inserted = await insertInboundMessage(trx, {
       providerMessageId: task.providerMessageId,
       orgId: number.org_id,
@@ -48,10 +58,39 @@ export async function applyInbound(
       text: task.text,
       type: task.type,
       sentAt: task.sentAt,
-      receivedAt: clock.now(),
+      receivedAt,
+      mediaId,
+      replyTo: task.replyTo,
+      content: contentJson(task.content),
     });
     if (!inserted) return false; // a redelivery
     await openWindow(trx, number.id, windowKey(task.from), task.sentAt);
+    if (task.media && mediaId) {
+      // The file is fetched on the job runner: the provider's copy is kept only for a while.
+      await insertMedia(trx, {
+        id: mediaId,
+        org_id: number.org_id,
+        source: 'inbound',
+        // A command applying kept webhooks has no job runner to download with (nor joins conversations).
+        state: jobs ? 'pending' : 'unavailable',
+        ...(jobs ? {} : { unavailable_reason: 'applied by a command, which does not download files' }),
+        mime_type: task.media.mimeType,
+        size: null,
+        sha256: task.media.sha256,
+        filename: task.media.filename,
+        store: null,
+        storage_key: null,
+        provider_media_id: task.media.providerMediaId,
+        number_id: number.id,
+        agent_id: null,
+        created_at: receivedAt,
+      });
+      await jobs?.enqueue<InboundMediaJob>(
+        INBOUND_MEDIA_QUEUE,
+        { mediaId, providerMessageId: task.providerMessageId },
+        { db: trx },
+      );
+    }
     return true;
   });
   const joined = stored ? null : await conversationOfInbound(db, task.providerMessageId);
@@ -74,14 +113,25 @@ export async function applyInbound(
           phone: endUser?.phone ?? null,
           email: endUser?.email ?? null,
         },
-        type: task.type,
-        text: task.text,
+        fields: (trx) => fieldsToRaise(trx, task.providerMessageId, deps.baseUrl),
         sentAt: task.sentAt,
         conversationId: joined,
       },
     );
   }
   return 'applied';
+}
+
+/**
+ * What `message.received` says of the stored message; null while its file is still downloading
+ * (the download raises the event once it is settled).
+ */
+async function fieldsToRaise(db: Kysely<DB>, providerMessageId: string, baseUrl: string) {
+  const row = await inboundKindRow(db, providerMessageId);
+  if (!row) return null;
+  const media = row.media_id ? await findMediaById(db, row.media_id) : undefined;
+  if (row.media_id && (!media || media.state === 'pending')) return null;
+  return inboundFields(row, media, baseUrl);
 }
 
 /** The end user just recorded (undefined when it was deleted since). */

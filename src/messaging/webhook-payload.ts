@@ -1,39 +1,19 @@
 import { fromProviderDigits } from '../shared/phone.js';
+import { type InboundKind, inboundKindOf } from './inbound-kinds.js';
 import { PROVIDER_STATUSES, type ProviderStatus, type StatusEvent } from './message.model.js';
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-const list = (v: unknown): Json[] => (Array.isArray(v) ? v.filter(isObject) : []);
-
-/*
- * Every value taken from a webhook is checked and bounded here, so that a well-signed but odd
- * payload is applied or skipped item by item and never makes the database refuse a write (a NUL in
- * text, a time past bigint, a fractional or huge error code in an integer column).
- */
-const MAX_ID = 512;
-const MAX_CALLBACK = 512;
-const MAX_NAME = 256;
-const MAX_TEXT = 65_536;
-const MAX_ERROR_MESSAGE = 1024;
-const INT32_MAX = 2 ** 31 - 1;
-/** Provider times before this are not believable (the Cloud API did not exist). */
-const EARLIEST_TIME_MS = Date.UTC(2015, 0, 1);
-/** Provider clocks run a little ahead at most. */
-const CLOCK_SKEW_MS = 60 * 60 * 1000;
-
-/** A string without NUL characters (PostgreSQL text cannot hold them), at most `max` long; else undefined. */
-function cleanString(v: unknown, max: number): string | undefined {
-  if (typeof v !== 'string') return undefined;
-  const s = v.includes('\u0000') ? v.replaceAll('\u0000', '') : v;
-  return s.length <= max ? s : s.slice(0, max);
-}
-
-/** An identifier: a non-empty string of at most `max` characters, without NUL; anything else is no ID. */
-function cleanId(v: unknown, max: number): string | undefined {
-  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return String(v);
-  if (typeof v !== 'string' || v.length === 0 || v.length > max || v.includes('\u0000')) return undefined;
-  return v;
-}
+import {
+  CLOCK_SKEW_MS,
+  cleanId,
+  cleanString,
+  EARLIEST_TIME_MS,
+  INT32_MAX,
+  isObject,
+  list,
+  MAX_CALLBACK,
+  MAX_ERROR_MESSAGE,
+  MAX_ID,
+  MAX_NAME,
+} from './webhook-values.js';
 
 /** A provider time (Unix seconds, as a string or a number) in ms, or `fallback` when it is not believable. */
 export function providerTime(ts: unknown, fallback: number): number {
@@ -58,18 +38,15 @@ export type Task =
       readonly callbackData: string | undefined;
       readonly event: StatusEvent;
     }
-  | {
+  | ({
       readonly kind: 'inbound';
       readonly phoneNumberId: string | undefined;
       readonly providerMessageId: string;
       /** E.164 of the digits the provider reports. */
       readonly from: string;
       readonly name: string | undefined;
-      /** The provider's message type (`text`, `image`, `button`...). */
-      readonly type: string;
-      readonly text: string | null;
       readonly sentAt: number;
-    };
+    } & InboundKind);
 
 export interface SkippedItem {
   readonly kind: 'inbound' | 'status';
@@ -100,16 +77,14 @@ export function tasksOf(payload: unknown, receivedAt: number): { tasks: Task[]; 
           skipped.push({ kind: 'inbound', id, reason: id ? 'the sender is not a phone number' : 'no message ID' });
           continue;
         }
-        const text = cleanString(isObject(m.text) ? m.text.body : undefined, MAX_TEXT);
         tasks.push({
           kind: 'inbound',
           phoneNumberId,
           providerMessageId: id,
           from,
           name: names.get(from.slice(1)),
-          type: cleanString(m.type, 32) || 'text',
-          text: text ?? null,
           sentAt: Math.min(providerTime(m.timestamp, receivedAt), receivedAt),
+          ...inboundKindOf(m),
         });
       }
       for (const s of list(value.statuses)) {

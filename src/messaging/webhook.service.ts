@@ -31,6 +31,8 @@ export interface WebhookProcessorOptions {
   readonly conversationIdleMs?: number;
   /** PARLEY_BOT_FALLBACK_MS. */
   readonly botFallbackMs?: number;
+  /** The region's base address, for the `media.url` of `message.received`. */
+  readonly baseUrl?: string;
 }
 
 /**
@@ -77,6 +79,7 @@ export class WebhookProcessor implements ProviderWebhookWorker {
         jobs: this.jobs,
         conversationIdleMs: options.conversationIdleMs ?? 24 * 60 * 60 * 1000,
         botFallbackMs: options.botFallbackMs ?? 120_000,
+        baseUrl: options.baseUrl ?? '',
       },
     };
   }

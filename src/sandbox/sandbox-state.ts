@@ -1,6 +1,7 @@
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { ensurePrivateDir, ensurePrivateFile, SQLITE_COMPANIONS } from '../shared/private-files.js';
+import { fileSentLog, memorySentLog, type SentLog } from './sandbox-sent-log.js';
 
 /** The sandbox's memory: what a real provider keeps on its side. */
 export interface SandboxState {
@@ -8,6 +9,8 @@ export interface SandboxState {
   lastInbound(phoneNumberId: string, userKey: string): number | undefined;
   setDisplayNumber(phoneNumberId: string, display: string): void;
   displayNumber(phoneNumberId: string): string | undefined;
+  /** What the sandbox was sent (sandbox-sent-log.ts). */
+  readonly sent: SentLog;
   close(): void;
 }
 
@@ -19,6 +22,7 @@ export function memoryState(): SandboxState {
     lastInbound: (id, key) => windows.get(`${id}:${key}`),
     setDisplayNumber: (id, display) => displays.set(id, display),
     displayNumber: (id) => displays.get(id),
+    sent: memorySentLog(),
     close: () => {},
   };
 }
@@ -30,6 +34,9 @@ export function fileState(file: string): SandboxState {
   const db = new SQLite(file);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 5000');
+  // A sandbox's memory: a commit need not wait for the disk (WAL keeps it whole after a crash of
+  // the process; only a power cut may lose its last moments).
+  db.pragma('synchronous = NORMAL');
   db.exec(`
     create table if not exists sandbox_windows (
       phone_number_id text not null, user_key text not null, last_inbound_at integer not null,
@@ -47,11 +54,16 @@ export function fileState(file: string): SandboxState {
     'insert into sandbox_numbers (phone_number_id, display) values (?, ?) on conflict (phone_number_id) do update set display = excluded.display',
   );
   const selectNumber = db.prepare('select display from sandbox_numbers where phone_number_id = ?');
+  const sent = fileSentLog(db);
   return {
     openWindow: (id, key, at) => void upsertWindow.run(id, key, at),
     lastInbound: (id, key) => (selectWindow.get(id, key) as { at: number } | undefined)?.at,
     setDisplayNumber: (id, display) => void upsertNumber.run(id, display),
     displayNumber: (id) => (selectNumber.get(id) as { display: string } | undefined)?.display,
-    close: () => db.close(),
+    sent,
+    close: () => {
+      sent.flush();
+      db.close();
+    },
   };
 }

@@ -3,28 +3,8 @@ import { Type } from '@sinclair/typebox';
 import type { AppContext } from '../context.js';
 import { BEARER, principalOf, requireKey } from '../http/auth.js';
 import { errorResponses } from '../http/errors.js';
-import { MAX_PHONE_INPUT } from '../shared/phone.js';
 import { simulateInbound } from './sandbox.service.js';
-
-const SandboxInboundBody = Type.Object(
-  {
-    convId: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 64,
-        description: 'The agent whose number receives the message; required with organization keys.',
-      }),
-    ),
-    from: Type.String({
-      maxLength: MAX_PHONE_INPUT,
-      description: 'The user writing in, in international format.',
-      examples: ['+14155550100'],
-    }),
-    text: Type.String({ maxLength: 4096, description: 'The message text.' }),
-    name: Type.Optional(Type.String({ maxLength: 256, description: "The user's profile name." })),
-  },
-  { title: 'SandboxInboundRequest', additionalProperties: false },
-);
+import { SANDBOX_INBOUND_BODY_LIMIT, SandboxInboundBody } from './sandbox-inbound.schemas.js';
 
 const SandboxInboundResponse = Type.Object(
   {
@@ -42,13 +22,18 @@ export const sandboxRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = asy
     '/api/sandbox/inbound',
     {
       config: { family: 'channel' },
+      bodyLimit: Math.max(ctx.config.bodyLimit, SANDBOX_INBOUND_BODY_LIMIT),
       onRequest: [requireKey(ctx, 'channels')],
       schema: {
         summary: "Sandbox only: simulate a user writing to an agent's number",
         description:
           "The built-in sandbox delivers a signed inbound message webhook from `from` to the agent's number, which " +
           'opens the 24-hour window and records the end user. Answers once Parley has applied that webhook (502 if ' +
-          'it could not, or not within 10 seconds). Same agent rules as a send. Absent when a real provider is configured.',
+          'it could not, or not within 10 seconds). Same agent rules as a send. Absent when a real provider is configured.\n\n' +
+          'One kind of message: `text`, or one of `image`, `video`, `audio`, `document`, `sticker` (a file, base64, ' +
+          'kept by the sandbox as the provider keeps it and downloaded by Parley through the media endpoints, ' +
+          '`text` then being the caption), `location`, `buttonReply`, `listReply`, `reaction`; `replyTo` quotes an ' +
+          "earlier message. Files follow the provider's types and sizes (400 otherwise); the body may be up to 24 MB.",
         tags: ['sandbox'],
         security: BEARER,
         body: SandboxInboundBody,

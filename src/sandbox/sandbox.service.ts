@@ -9,6 +9,7 @@ import { AppError } from '../shared/errors.js';
 import { parseInternationalPhone } from '../shared/phone.js';
 import type { Sandbox } from './sandbox.js';
 import { findAgentNumberRow } from './sandbox.repository.js';
+import { InboundKindError, inboundMessageOf, type SandboxInboundMessage } from './sandbox-inbound-kinds.js';
 
 /** How long the helper waits for Parley to apply the webhook the sandbox delivered. */
 export const INBOUND_APPLY_TIMEOUT_MS = 10_000;
@@ -16,8 +17,10 @@ export const INBOUND_APPLY_TIMEOUT_MS = 10_000;
 export interface SimulateInboundInput {
   readonly convId?: string | undefined;
   readonly from: string;
-  readonly text: string;
+  readonly text?: string | undefined;
   readonly name?: string | undefined;
+  /** The other kinds (`image`, `location`, `buttonReply`...): see sandbox-inbound-kinds.ts. */
+  readonly [kind: string]: unknown;
 }
 
 /** An agent and its messaging number; with `orgId`, only an agent of that organization. */
@@ -63,7 +66,13 @@ export async function simulateInbound(
         : `'from' must be a valid phone number in international format, such as +14155550100; got '${clip(input.from)}'.`,
     );
   }
-  if (!input.text.trim()) throw new AppError('INVALID_BODY', "'text' must not be empty.");
+  let message: SandboxInboundMessage;
+  try {
+    message = inboundMessageOf(input);
+  } catch (err) {
+    if (err instanceof InboundKindError) throw new AppError('INVALID_BODY', err.message);
+    throw err;
+  }
   const agentId = targetAgentId(principal, input.convId);
   if (agentId === undefined) throw new AppError('INVALID_BODY', "'convId' is required with an organization key.");
   assertAgentAllowed(principal, agentId);
@@ -81,7 +90,7 @@ export async function simulateInbound(
       phoneNumberId: row.phone_number_id,
       displayPhoneNumber: row.phone,
       from: phone.e164,
-      text: input.text,
+      message,
       messageId,
       ...(input.name !== undefined ? { name: input.name } : {}),
     });

@@ -5,9 +5,17 @@ import { Agent, request } from 'undici';
 import type { SandboxTemplate } from '../config.js';
 import type { Clock } from '../shared/clock.js';
 import { fromProviderDigits, windowKey } from '../shared/phone.js';
+import {
+  InboundKindError,
+  inboundItem,
+  inboundMessageOf,
+  type SandboxInboundMessage,
+} from './sandbox-inbound-kinds.js';
+import { folderMediaStore, handleMediaRequest, memoryMediaStore, type SandboxMediaStore } from './sandbox-media.js';
 import { BUILT_IN_TEMPLATES, sendChecker } from './sandbox-send-check.js';
+import { type SentEntry, type SentQuery, sentEntryOf } from './sandbox-sent-log.js';
 import { fileState, memoryState } from './sandbox-state.js';
-import { digits, isObject, type Json, providerJson, signBody, wireError } from './sandbox-wire.js';
+import { digits, isObject, type Json, providerJson, signBody, type WireError, wireError } from './sandbox-wire.js';
 
 /**
  * A stand-in for the messaging provider: a real HTTP server speaking the Cloud API wire format,
@@ -30,6 +38,10 @@ export interface Sandbox {
   idle(): Promise<void>;
   /** The last wire requests received (newest last), for tests. */
   readonly received: readonly SandboxRequest[];
+  /** Its log of what it was sent, newest first (sandbox-sent-log.ts). */
+  sent(query: SentQuery): SentEntry[];
+  /** The files it keeps, as the provider does (users' inbound media; sandbox-media.ts). */
+  readonly media: SandboxMediaStore;
   close(): Promise<void>;
 }
 
@@ -39,7 +51,9 @@ export interface SandboxInbound {
   readonly displayPhoneNumber: string;
   /** The user, E.164. */
   readonly from: string;
-  readonly text: string;
+  /** A text message; or `message`, any kind (sandbox-inbound-kinds.ts). */
+  readonly text?: string;
+  readonly message?: SandboxInboundMessage;
   readonly name?: string;
   /** The inbound message's ID (`wamid.`...); generated when absent. */
   readonly messageId?: string;
@@ -73,9 +87,15 @@ export interface SandboxOptions {
    * `<data>/sandbox-state.db`; without one the state lives in memory and ends with the process.
    */
   readonly stateFile?: string;
+  /** Folder of the files it keeps (e.g. `<data>/sandbox-media`); without one they live in memory. */
+  readonly mediaDir?: string;
+  /** Serve media downloads at most this fast (bytes a second), as a slow network would; unset: at once. */
+  readonly mediaBytesPerSecond?: number;
 }
 
 const MAX_BODY = 1024 * 1024;
+/** An inbound message may carry a file (base64): 16 MB of video is about 22 MB of text. */
+const MAX_INBOUND_BODY = 24 * 1024 * 1024;
 
 export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const { clock, appSecret } = options;
@@ -86,6 +106,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   /** Set on close: scheduled webhooks are dropped instead of retried against a server going away. */
   let closing = false;
   const state = options.stateFile ? fileState(options.stateFile) : memoryState();
+  const media = options.mediaDir ? folderMediaStore(options.mediaDir) : memoryMediaStore();
+  let ownUrl = '';
   const checkSend = sendChecker({ clock, state, templates, mps: options.mps });
   const inFlight = new Set<Promise<void>>();
   const received: SandboxRequest[] = [];
@@ -175,15 +197,15 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     );
   }
 
-  async function readBody(req: IncomingMessage): Promise<unknown> {
+  async function readText(req: IncomingMessage, max = MAX_BODY): Promise<string> {
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req) {
       size += (chunk as Buffer).length;
-      if (size > MAX_BODY) throw new Error('body too large');
+      if (size > max) throw new Error('body too large');
       chunks.push(chunk as Buffer);
     }
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return Buffer.concat(chunks).toString('utf8');
   }
 
   function send(res: ServerResponse, status: number, body: unknown): void {
@@ -195,35 +217,45 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (req.method === 'GET' && path === '/sandbox/health') return send(res, 200, { status: 'ok' });
+    const endpoints = { store: media, url: () => ownUrl, bytesPerSecond: options.mediaBytesPerSecond };
+    if (await handleMediaRequest(req, res, path, endpoints)) return;
     const match = /^\/(v\d+\.\d+)\/(\d+)\/messages$/.exec(path);
     if (req.method !== 'POST' || (!match && path !== '/sandbox/inbound')) {
       return send(res, 404, wireError({ status: 404, code: 100, message: 'Unknown path components' }));
     }
     let body: unknown;
+    let text = '';
     try {
-      body = await readBody(req);
+      text = await readText(req, path === '/sandbox/inbound' ? MAX_INBOUND_BODY : MAX_BODY);
+      body = JSON.parse(text);
     } catch {
       return send(res, 400, wireError({ status: 400, code: 100, message: 'Invalid JSON body' }));
     }
     if (!isObject(body)) return send(res, 400, wireError({ status: 400, code: 100, message: 'Invalid JSON body' }));
 
     if (path === '/sandbox/inbound') {
-      const { phone_number_id, display_phone_number, from, text, name } = body;
-      if (typeof phone_number_id !== 'string' || typeof from !== 'string' || typeof text !== 'string') {
-        return send(res, 400, { error: 'phone_number_id, from and text are required strings' });
+      const { phone_number_id, display_phone_number, from, name } = body;
+      if (typeof phone_number_id !== 'string' || typeof from !== 'string') {
+        return send(res, 400, { error: 'phone_number_id and from are required strings' });
       }
       if (!fromProviderDigits(digits(from)) || !/^\+?[\d\s().-]+$/.test(from.trim())) {
         return send(res, 400, {
           error: `from must be a phone number in international format, got "${from.slice(0, 40)}"`,
         });
       }
-      if (!text.trim()) return send(res, 400, { error: 'text must not be empty' });
+      let message: SandboxInboundMessage;
+      try {
+        message = inboundMessageOf(body);
+      } catch (err) {
+        if (err instanceof InboundKindError) return send(res, 400, { error: err.message });
+        throw err;
+      }
       try {
         const out = await deliverInbound({
           phoneNumberId: phone_number_id,
           displayPhoneNumber: typeof display_phone_number === 'string' ? display_phone_number : '',
           from,
-          text,
+          message,
           ...(typeof name === 'string' ? { name } : {}),
         });
         return send(res, 200, out);
@@ -236,12 +268,18 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const authorization = req.headers.authorization;
     received.push({ path, authorization, body });
     if (received.length > 200) received.shift();
+    // Every request on the number's messages endpoint goes in the log, with the sandbox's answer.
+    const refuse = (error: WireError) => {
+      state.sent.record(sentEntryOf(phoneNumberId, text, body as Json, clock.now(), { error }));
+      send(res, error.status, wireError(error));
+    };
     if (!authorization || !/^Bearer \S+$/.test(authorization)) {
-      return send(res, 401, wireError({ status: 401, code: 190, message: 'Invalid OAuth access token' }));
+      return refuse({ status: 401, code: 190, message: 'Invalid OAuth access token' });
     }
     const checked = checkSend(phoneNumberId, body);
-    if ('code' in checked) return send(res, checked.status, wireError(checked));
+    if ('code' in checked) return refuse(checked);
     const wamid = `wamid.${randomBytes(24).toString('base64url')}`;
+    state.sent.record(sentEntryOf(phoneNumberId, text, body, clock.now(), { messageId: wamid }));
     send(res, 200, {
       messaging_product: 'whatsapp',
       contacts: [{ input: body.to, wa_id: digits(checked.to) }],
@@ -258,7 +296,11 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const payload = envelope(input.phoneNumberId, {
       contacts: [{ profile: { name: input.name ?? '' }, wa_id: digits(input.from) }],
       messages: [
-        { from: digits(input.from), id: messageId, timestamp: nowSeconds(), type: 'text', text: { body: input.text } },
+        inboundItem(
+          input.message ?? { content: { kind: 'text', text: input.text ?? '' } },
+          { from: digits(input.from), id: messageId, timestamp: nowSeconds() },
+          media,
+        ),
       ],
     });
     const status = await postWebhook(payload);
@@ -281,6 +323,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  ownUrl = `http://${host}:${address.port}`;
 
   return {
     url: `http://${host}:${address.port}`,
@@ -292,6 +335,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
     },
     received,
+    sent: (query) => state.sent.list(query),
+    media,
     async close() {
       closing = true;
       await Promise.allSettled([...inFlight]);

@@ -53,7 +53,8 @@ export type IdKind =
   | 'usr'
   | 'inv'
   | 'aud'
-  | 'nte';
+  | 'nte'
+  | 'med';
 
 /** Unguessable identifiers: a kind prefix and 22 base62 characters (about 131 random bits). */
 export function newId(kind: IdKind): string {

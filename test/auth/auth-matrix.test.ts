@@ -188,6 +188,23 @@ const ROUTES: RouteCase[] = [
     body: () => ({ from: '+14155550123', text: 'hello' }),
   },
   {
+    method: 'GET',
+    path: '/api/sandbox/messages',
+    url: () => '/api/sandbox/messages',
+    permission: 'channels',
+    family: 'channel',
+    agentTargeted: 'none',
+  },
+  {
+    // Own and other organizations' and agents' files: test/media/inbound-media.test.ts.
+    method: 'GET',
+    path: '/api/media/{mediaId}',
+    url: () => `/api/media/${fakeId('med')}`,
+    permission: ['channels', 'triggers'],
+    family: 'channel',
+    agentTargeted: 'none',
+  },
+  {
     // Spec 4.2; its body is not specified, so an empty object.
     method: 'POST',
     path: '/api/triggers/{agentId}/{triggerId}',

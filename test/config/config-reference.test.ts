@@ -91,6 +91,16 @@ const PARSED: Record<string, [(c: Config) => unknown, 'postgres'?]> = {
   PARLEY_SIGNIN_LIMIT_EMAIL: [(c) => c.dashboard.signInLimit.perEmail],
   PARLEY_SIGNIN_LIMIT_ADDRESS: [(c) => c.dashboard.signInLimit.perAddress],
   PARLEY_UPGRADE_URL: [(c) => c.dashboard.upgradeUrl],
+  PARLEY_MEDIA_STORE: [(c) => c.media.store],
+  PARLEY_MEDIA_S3_BUCKET: [(c) => c.media.s3.bucket],
+  PARLEY_MEDIA_S3_ENDPOINT: [(c) => c.media.s3.endpoint],
+  PARLEY_MEDIA_S3_REGION: [(c) => c.media.s3.region],
+  PARLEY_MEDIA_S3_FORCE_PATH_STYLE: [(c) => c.media.s3.forcePathStyle],
+  PARLEY_MEDIA_S3_PREFIX: [(c) => c.media.s3.prefix],
+  PARLEY_MEDIA_RETENTION_DAYS: [(c) => c.media.retentionDays],
+  PARLEY_MEDIA_SWEEP_MS: [(c) => c.media.sweepMs],
+  PARLEY_MEDIA_DOWNLOAD_RETRY_DELAYS_MS: [(c) => c.media.downloadRetryDelaysMs],
+  PARLEY_SANDBOX_MEDIA_BYTES_PER_SECOND: [(c) => c.media.sandboxBytesPerSecond],
 };
 
 /** Defaults the list shows in words because they are made from other settings, as `loadConfig` makes them. */
@@ -122,6 +132,13 @@ const SAMPLES: Partial<Record<SettingName, [string, unknown]>> = {
   PARLEY_EVENT_RETRY_DELAYS_MS: ['1, 2', [1, 2]],
   PARLEY_CAMPAIGN_RETRY_DELAYS_MS: ['3,4', [3, 4]],
   PARLEY_UPGRADE_URL: ['https://billing.example.com', 'https://billing.example.com'],
+  PARLEY_MEDIA_STORE: ['S3', 's3'],
+  PARLEY_MEDIA_S3_BUCKET: ['media', 'media'],
+  PARLEY_MEDIA_S3_ENDPOINT: ['http://127.0.0.1:9000/', 'http://127.0.0.1:9000'],
+  PARLEY_MEDIA_S3_REGION: ['eu-west-1', 'eu-west-1'],
+  PARLEY_MEDIA_S3_PREFIX: ['parley/', 'parley/'],
+  PARLEY_MEDIA_DOWNLOAD_RETRY_DELAYS_MS: ['5,6', [5, 6]],
+  PARLEY_SANDBOX_MEDIA_BYTES_PER_SECOND: ['1000', 1000],
 };
 
 /** The setting as `loadConfig` answers it; with `env`, the secrets PostgreSQL requires are set too. */

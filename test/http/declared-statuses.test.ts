@@ -45,20 +45,24 @@ describe('the served description names every answer (sqlite)', () => {
     expectDocumentedResponse(t.app, 'GET', url, res);
   });
 
-  it.each(['/api/conversations/conv_nonexistent/close', '/api/sandbox/inbound'])(
-    'a body over 1 MiB to POST %s is a documented 413',
-    async (url) => {
-      const res = await t.app.inject({
-        method: 'POST',
-        url,
-        headers: { ...auth, 'content-type': 'application/json' },
-        payload: OVER_ONE_MIB,
-      });
-      expect(res.statusCode).toBe(413);
-      expect(res.json()).toEqual({ success: false, error: expect.stringMatching(/larger than the limit/) });
-      expectDocumentedResponse(t.app, 'POST', url, res);
-    },
-  );
+  it.each([
+    ['/api/conversations/conv_nonexistent/close', OVER_ONE_MIB, 1024 * 1024],
+    // The sandbox's inbound messages may carry a file: its limit is 24 MiB.
+    ['/api/sandbox/inbound', `"${'x'.repeat(24 * 1024 * 1024)}"`, 24 * 1024 * 1024],
+  ] as const)('a body over its limit to POST %s is a documented 413', async (url, payload, limit) => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url,
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload,
+    });
+    expect(res.statusCode).toBe(413);
+    expect(res.json()).toEqual({
+      success: false,
+      error: `The request body is larger than the limit of ${limit} bytes.`,
+    });
+    expectDocumentedResponse(t.app, 'POST', url, res);
+  });
 
   it('every operation declares 400; with path parameters 404; where a body is read 413 (never 415)', async () => {
     const doc = await served();

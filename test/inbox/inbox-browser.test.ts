@@ -12,6 +12,7 @@ import { ROOT } from '../helpers/cli.js';
 import { makeUser, PASSWORD } from '../helpers/dashboard.js';
 import { makeTrigger } from '../helpers/factories.js';
 import { call } from '../helpers/http.js';
+import { pngOf } from '../helpers/media.js';
 import { inboundPayload, makeSendingTenant, randomPhone, sandboxInbound, signedWebhook } from '../helpers/messaging.js';
 
 /**
@@ -143,6 +144,22 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('the inbox in a browser', () => {
       expect((await sandboxInbound(t, x.agentKey.auth, maria, 'Order A-1042, please help')).statusCode).toBe(200);
       await benPage.getByText('Order A-1042, please help').waitFor({ timeout: LIVE_MS });
       expect(Date.now() - again).toBeLessThan(LIVE_MS + 500);
+
+      // A photo: inline on Ben's open page once Parley has downloaded it.
+      const photo = await call(t, {
+        method: 'POST',
+        url: '/api/sandbox/inbound',
+        headers: x.agentKey.auth,
+        payload: {
+          from: maria,
+          image: { data: pngOf(320, 200, [214, 92, 46]).toString('base64'), mimeType: 'image/png' },
+          text: 'This is the box',
+        },
+      });
+      expect(photo.statusCode, photo.body).toBe(200);
+      const img = benPage.locator('li.inbound figure.thread-media img');
+      await img.waitFor({ timeout: LIVE_MS + 2_000 });
+      await expect.poll(() => img.evaluate((el) => (el as unknown as { naturalWidth: number }).naturalWidth)).toBe(320);
 
       // Ana replies with Enter (Shift+Enter is a new line); the text reaches the provider.
       const reply = anaPage.getByLabel('Reply');

@@ -374,8 +374,50 @@ export interface paths {
         /**
          * Sandbox only: simulate a user writing to an agent's number
          * @description The built-in sandbox delivers a signed inbound message webhook from `from` to the agent's number, which opens the 24-hour window and records the end user. Answers once Parley has applied that webhook (502 if it could not, or not within 10 seconds). Same agent rules as a send. Absent when a real provider is configured.
+         *
+         *     One kind of message: `text`, or one of `image`, `video`, `audio`, `document`, `sticker` (a file, base64, kept by the sandbox as the provider keeps it and downloaded by Parley through the media endpoints, `text` then being the caption), `location`, `buttonReply`, `listReply`, `reaction`; `replyTo` quotes an earlier message. Files follow the provider's types and sizes (400 otherwise); the body may be up to 24 MB.
          */
         post: operations["simulateInboundMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/sandbox/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sandbox only: what the sandbox was sent
+         * @description Every request Parley made on the organization's numbers' messages endpoint of the built-in sandbox (sends and read receipts, accepted or refused), newest first, each with the exact Cloud API body the sandbox received. The sandbox keeps the last 1,000 requests of each number. An agent key sees only its own agent's number; naming another agent is 403, an unknown one 404. Absent when a real provider is configured.
+         */
+        get: operations["listSandboxSentMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/media/{mediaId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download a file
+         * @description The bytes of a file a user sent (the `media.url` of `message.received`, the `media.id` of a conversation message) or one uploaded, streamed with its stored `Content-Type`, `Content-Length`, an `ETag` (its SHA-256) and `X-Content-Type-Options: nosniff`. Images (JPEG, PNG, WebP, GIF) come `inline`; everything else, SVG and HTML included, as an `attachment` with its file name. Permission Channels or Triggers; an organization key, or the agent key of the agent whose conversation holds the file: any other file is 404, as if absent. A file still downloading, one that could not be downloaded, or one past its retention (PARLEY_MEDIA_RETENTION_DAYS, default 30) is 404 with a sentence saying so.
+         */
+        get: operations["downloadMedia"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1138,6 +1180,108 @@ export interface components {
             nextCursor: string | null;
         };
         /**
+         * InboundMedia
+         * @description The file of an image, audio, video, document or sticker message, downloaded and kept by Parley.
+         * @example {
+         *       "id": "med_4ZpQ8sKq2nLm6RtPz0XcVa",
+         *       "mimeType": "image/jpeg",
+         *       "size": 183422,
+         *       "sha256": "3f0a8c2e5d1b7a9f4c6e8d0b2a4c6e8f0a2c4e6a8c0e2a4c6e8a0c2e4a6c8e0a",
+         *       "available": true
+         *     }
+         */
+        InboundMedia: {
+            /** @description The media ID (`med_...`): `GET /api/media/{id}` serves the bytes. */
+            id: string;
+            /** @description Its type, as the provider gave it. */
+            mimeType: string;
+            /** @description Bytes; null until it is stored. */
+            size: number | null;
+            /** @description Lower-case hex SHA-256 of the bytes (checked against the provider's). */
+            sha256: string | null;
+            /** @description A document's file name. */
+            filename?: string;
+            /** @description Whether the bytes can be fetched: false when the download kept failing, or past the retention. */
+            available: boolean;
+            /** @description An audio message recorded as a voice note. */
+            voice?: boolean;
+            /** @description An animated sticker. */
+            animated?: boolean;
+            /** @description `message.received` only: the absolute address of `GET /api/media/{id}`. */
+            url?: string;
+        };
+        /**
+         * InboundLocation
+         * @example {
+         *       "latitude": 38.7223,
+         *       "longitude": -9.1393,
+         *       "name": "Lisbon office"
+         *     }
+         */
+        InboundLocation: {
+            latitude: number;
+            longitude: number;
+            name?: string;
+            address?: string;
+        };
+        /**
+         * InboundReply
+         * @example {
+         *       "kind": "button",
+         *       "id": "refund",
+         *       "title": "Refund"
+         *     }
+         */
+        InboundReply: {
+            /** @description `button`: a reply button (or a template quick reply); `list`: a list row. */
+            kind: "button" | "list";
+            /** @description The ID the button or row was sent with (a quick reply: its payload). */
+            id: string;
+            title: string;
+            /** @description A list row's description. */
+            description?: string;
+        };
+        /**
+         * InboundReaction
+         * @example {
+         *       "messageId": "wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTdF",
+         *       "emoji": "👍"
+         *     }
+         */
+        InboundReaction: {
+            /** @description The provider's ID of the message reacted to. */
+            messageId: string;
+            /** @description Empty when the user took the reaction back. */
+            emoji: string;
+        };
+        /**
+         * InboundContact
+         * @example {
+         *       "name": "Rui Costa",
+         *       "phones": [
+         *         {
+         *           "phone": "+351 912 345 678",
+         *           "waId": "351912345678",
+         *           "type": "CELL"
+         *         }
+         *       ],
+         *       "emails": []
+         *     }
+         */
+        InboundContact: {
+            name: string;
+            phones: {
+                phone: string;
+                waId?: string;
+                type?: string;
+            }[];
+            emails: {
+                email: string;
+                type?: string;
+            }[];
+            organization?: string;
+        };
+        /**
          * ConversationMessage
          * @example {
          *       "id": "msg_9sDf3GhJ5kLz7XcV1bNm2Q",
@@ -1166,7 +1310,7 @@ export interface components {
             id: string;
             direction: "inbound" | "outbound";
             type: "template" | "message";
-            /** @description The text (free text either way). */
+            /** @description The text (free text either way); of an inbound file, its caption. */
             text?: string | null;
             template?: {
                 name: string;
@@ -1176,8 +1320,15 @@ export interface components {
                     header: string[];
                 };
             };
-            /** @description The provider's type of an inbound message (`text`, `image`, `button`...). */
+            /** @description An inbound message's kind: `text`, `image`, `audio`, `video`, `document`, `sticker`, `location`, `contacts`, `interactive` (a button or list reply), `button` (a template quick reply), `reaction` or `unsupported`. */
             inboundType?: string;
+            media?: components["schemas"]["InboundMedia"];
+            location?: components["schemas"]["InboundLocation"];
+            reply?: components["schemas"]["InboundReply"];
+            reaction?: components["schemas"]["InboundReaction"];
+            contacts?: components["schemas"]["InboundContact"][];
+            /** @description The provider's ID of the message this one replies to. */
+            replyTo?: string;
             /** @description The provider's message ID (null until the provider accepted). */
             messageId: string | null;
             /** @description Delivery status of an outbound message. */
@@ -1525,10 +1676,150 @@ export interface components {
              * @example +14155550100
              */
             from: string;
-            /** @description The message text. */
-            text: string;
+            /** @description A text message; beside an image, video or document, its caption. */
+            text?: string;
             /** @description The user's profile name. */
             name?: string;
+            /**
+             * @description An image the user sends.
+             * @example {
+             *       "data": "/9j/4AAQSkZJRgABAQ...",
+             *       "mimeType": "image/jpeg",
+             *       "caption": "The parcel arrived like this"
+             *     }
+             */
+            image?: {
+                /** @description The file, base64. */
+                data: string;
+                /** @description Its type: `image/jpeg` or `image/png`, at most 5 MB. */
+                mimeType: string;
+                /** @description The file's name (documents show it). */
+                filename?: string;
+                /** @description Images, videos and documents: the caption (or give it as `text`). */
+                caption?: string;
+            };
+            /**
+             * @description A video the user sends.
+             * @example {
+             *       "data": "AAAAIGZ0eXBpc29t...",
+             *       "mimeType": "video/mp4"
+             *     }
+             */
+            video?: {
+                /** @description The file, base64. */
+                data: string;
+                /** @description Its type: `video/mp4` or `video/3gpp`, at most 16 MB. */
+                mimeType: string;
+                /** @description The file's name (documents show it). */
+                filename?: string;
+                /** @description Images, videos and documents: the caption (or give it as `text`). */
+                caption?: string;
+            };
+            /**
+             * @description A audio the user sends.
+             * @example {
+             *       "data": "T2dnUwACAAAAAAAA...",
+             *       "mimeType": "audio/ogg"
+             *     }
+             */
+            audio?: {
+                /** @description The file, base64. */
+                data: string;
+                /** @description Its type: `audio/aac`, `audio/amr`, `audio/mpeg`, `audio/mp4` or `audio/ogg` (a voice note), at most 16 MB; no caption. */
+                mimeType: string;
+                /** @description The file's name (documents show it). */
+                filename?: string;
+                /** @description Images, videos and documents: the caption (or give it as `text`). */
+                caption?: string;
+            };
+            /**
+             * @description A document the user sends.
+             * @example {
+             *       "data": "JVBERi0xLjQK...",
+             *       "mimeType": "application/pdf",
+             *       "filename": "invoice-1042.pdf"
+             *     }
+             */
+            document?: {
+                /** @description The file, base64. */
+                data: string;
+                /** @description Its type: `application/pdf`, `text/plain` or an Office type, at most 100 MB (within the body limit of 24 MB). */
+                mimeType: string;
+                /** @description The file's name (documents show it). */
+                filename?: string;
+                /** @description Images, videos and documents: the caption (or give it as `text`). */
+                caption?: string;
+            };
+            /**
+             * @description A sticker the user sends.
+             * @example {
+             *       "data": "UklGRiQAAABXRUJQ...",
+             *       "mimeType": "image/webp"
+             *     }
+             */
+            sticker?: {
+                /** @description The file, base64. */
+                data: string;
+                /** @description Its type: `image/webp`, at most 500 KB; no caption. */
+                mimeType: string;
+                /** @description The file's name (documents show it). */
+                filename?: string;
+                /** @description Images, videos and documents: the caption (or give it as `text`). */
+                caption?: string;
+            };
+            /**
+             * @description A location the user shares.
+             * @example {
+             *       "latitude": 38.7223,
+             *       "longitude": -9.1393,
+             *       "name": "Lisbon office"
+             *     }
+             */
+            location?: {
+                latitude: number;
+                longitude: number;
+                name?: string;
+                address?: string;
+            };
+            /**
+             * @description A tap on a reply button the agent sent.
+             * @example {
+             *       "id": "refund",
+             *       "title": "Refund"
+             *     }
+             */
+            buttonReply?: {
+                id: string;
+                title: string;
+            };
+            /**
+             * @description A row the user picked from a list the agent sent.
+             * @example {
+             *       "id": "slot-9",
+             *       "title": "Tomorrow 9:00",
+             *       "description": "Morning delivery"
+             *     }
+             */
+            listReply?: {
+                id: string;
+                title: string;
+                description?: string;
+            };
+            /**
+             * @description A reaction to an earlier message.
+             * @example {
+             *       "messageId": "wamid.HBgL...",
+             *       "emoji": "👍"
+             *     }
+             */
+            reaction?: {
+                /** @description The message reacted to. */
+                messageId: string;
+                /** @description Empty: the reaction is taken back. */
+                emoji: string;
+            };
+            /** @description The provider's ID of the message this one replies to. */
+            replyTo?: string;
         };
         /**
          * SandboxInboundResponse
@@ -1543,6 +1834,87 @@ export interface components {
             /** @description The inbound message's provider ID. */
             messageId: string;
         };
+        /**
+         * SandboxSentMessage
+         * @example {
+         *       "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
+         *       "from": "+16505550100",
+         *       "to": "+14155550100",
+         *       "type": "text",
+         *       "payload": {
+         *         "messaging_product": "whatsapp",
+         *         "recipient_type": "individual",
+         *         "to": "+14155550100",
+         *         "biz_opaque_callback_data": "msg_9sDf3GhJ5kLz7XcV1bNm2Q",
+         *         "type": "text",
+         *         "text": {
+         *           "preview_url": false,
+         *           "body": "Your parcel is on its way."
+         *         }
+         *       },
+         *       "receivedAt": 1795386969828,
+         *       "error": null
+         *     }
+         */
+        SandboxSentMessage: {
+            /** @description The provider message ID the sandbox gave the send (what the send answered as `messageId`); for a read receipt, the ID of the message marked read; null when the sandbox refused the request. */
+            messageId: string | null;
+            /** @description The sending number, E.164. */
+            from: string;
+            /** @description The recipient, E.164; null when the request names none the sandbox knows. */
+            to: string | null;
+            /** @description The Cloud API message type of the body (`text`, `template`, `image`, `document`, `interactive`...), or `read` for a read receipt (with or without a typing indicator). */
+            type: string;
+            /** @description The exact Cloud API request body the sandbox received. */
+            payload: {
+                [key: string]: unknown;
+            };
+            /** @description When the sandbox received it, ms since epoch. */
+            receivedAt: number;
+            /** @description The provider error the sandbox answered with; null when it accepted the request. */
+            error: {
+                /** @description The provider's error code, e.g. 131047 (outside the window). */
+                code: number;
+                message: string;
+            } | null;
+        };
+        /**
+         * SandboxSentList
+         * @example {
+         *       "data": [
+         *         {
+         *           "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
+         *           "from": "+16505550100",
+         *           "to": "+14155550100",
+         *           "type": "text",
+         *           "payload": {
+         *             "messaging_product": "whatsapp",
+         *             "recipient_type": "individual",
+         *             "to": "+14155550100",
+         *             "biz_opaque_callback_data": "msg_9sDf3GhJ5kLz7XcV1bNm2Q",
+         *             "type": "text",
+         *             "text": {
+         *               "preview_url": false,
+         *               "body": "Your parcel is on its way."
+         *             }
+         *           },
+         *           "receivedAt": 1795386969828,
+         *           "error": null
+         *         }
+         *       ]
+         *     }
+         */
+        SandboxSentList: {
+            /** @description Newest first. The sandbox keeps the last 1,000 requests of each number. */
+            data: components["schemas"]["SandboxSentMessage"][];
+        };
+        /**
+         * MediaBytes
+         * Format: binary
+         * @description A file's bytes, served with its own `Content-Type` (`image/jpeg`, `application/pdf`...).
+         * @example <the bytes of the file>
+         */
+        MediaBytes: string;
         /**
          * Readiness
          * @description Whether this node can serve: its database answers, and its Redis when one is configured.
@@ -3879,6 +4251,167 @@ export interface operations {
             };
             /** @description The messaging provider could not be reached or failed. */
             502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    listSandboxSentMessages: {
+        parameters: {
+            query?: {
+                /** @description Only what this agent's number was sent; an agent key sees only its own agent's number. */
+                agent?: string;
+                /**
+                 * @description Only requests to this recipient (international format).
+                 * @example +14155550100
+                 */
+                to?: string;
+                /** @description How many, 1 to 200. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SandboxSentList"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    downloadMedia: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The media ID (`med_...`). */
+                mediaId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file's bytes, with its stored `Content-Type`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": components["schemas"]["MediaBytes"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -5,17 +5,21 @@ import { request } from 'undici';
 import { loadConfig } from '../../config.js';
 import type { Database } from '../../db/database.js';
 import { listEndpoints } from '../../events/endpoint.service.js';
-import { SANDBOX_STATE_FILE } from '../../messaging/messaging.js';
+import { SANDBOX_MEDIA_DIR, SANDBOX_STATE_FILE } from '../../messaging/messaging.js';
 import { webhookAppSecretOf } from '../../numbers/index.js';
 import { readSandboxAddress, startSandbox } from '../../sandbox/index.js';
 import { type HookDelivery, waitForHandOff, waitForReply } from '../../sandbox/reply.service.js';
 import { findAgentNumber, waitForInbound } from '../../sandbox/sandbox.service.js';
+import { readSentLogFile } from '../../sandbox/sandbox-sent-log.js';
+import { sentQueryOf, toSentItem } from '../../sandbox/sent-log.service.js';
+import { summarizePayload } from '../../sandbox/sent-summary.js';
 import { systemClock } from '../../shared/clock.js';
 import { createLogger } from '../../shared/logger.js';
 import { parseInternationalPhone } from '../../shared/phone.js';
 import { type DbFlags, withAdmin } from '../admin.js';
-import { print, printJson } from '../output.js';
+import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, fail } from '../run.js';
+import { type InboundKindFlags, inboundBodyOf } from './sandbox-inbound-flags.js';
 
 export function registerSandboxCommands(program: Command): void {
   const sandbox = program
@@ -40,6 +44,8 @@ export function registerSandboxCommands(program: Command): void {
           statuses: config.messaging.sandboxStatuses,
           ...(config.messaging.sandboxMps !== undefined ? { mps: config.messaging.sandboxMps } : {}),
           stateFile: join(config.dataDir, SANDBOX_STATE_FILE),
+          mediaDir: join(config.dataDir, SANDBOX_MEDIA_DIR),
+          ...(config.media.sandboxBytesPerSecond ? { mediaBytesPerSecond: config.media.sandboxBytesPerSecond } : {}),
           webhookUrl: flags.webhookUrl,
           port,
           host: flags.host,
@@ -61,7 +67,14 @@ export function registerSandboxCommands(program: Command): void {
   )
     .requiredOption('--agent <id>', 'the agent whose number receives the message')
     .requiredOption('--from <e164>', 'the user writing in, e.g. +14155550100')
-    .requiredOption('--text <text>', 'the message text')
+    .option('--text <text>', 'a text message')
+    .option('--image <file>', 'a photo (.jpg, .png)')
+    .option('--audio <file>', 'a voice note or audio (.ogg, .mp3, .m4a, .aac, .amr)')
+    .option('--video <file>', 'a video (.mp4, .3gp)')
+    .option('--document <file>', 'a document (.pdf, .txt, Office files)')
+    .option('--location <lat,lng>', 'a shared location, e.g. 38.7223,-9.1393')
+    .option('--button <id:title>', 'a tap on a reply button the agent sent, e.g. refund:Refund')
+    .option('--caption <text>', 'the caption of --image, --video or --document')
     .option('--name <name>', "the user's profile name")
     .option('--sandbox-url <url>', 'sandbox address (default: the one `parley serve` started for this region)')
     .option('--wait <seconds>', 'how long to wait for Parley to apply the webhook', '10')
@@ -70,16 +83,16 @@ export function registerSandboxCommands(program: Command): void {
     .action(
       action(
         async (
-          flags: DbFlags & {
-            agent: string;
-            from: string;
-            text: string;
-            name?: string;
-            sandboxUrl?: string;
-            wait: string;
-            waitReply?: boolean;
-            timeout: string;
-          },
+          flags: DbFlags &
+            InboundKindFlags & {
+              agent: string;
+              from: string;
+              name?: string;
+              sandboxUrl?: string;
+              wait: string;
+              waitReply?: boolean;
+              timeout: string;
+            },
         ) => {
           // Checked before anything is sent: a user the provider could report, in international format.
           const from = parseInternationalPhone(flags.from);
@@ -90,7 +103,7 @@ export function registerSandboxCommands(program: Command): void {
                 : `--from must be a phone number in international format (+ and country code), e.g. +14155550100; got "${flags.from.slice(0, 40)}"`,
             );
           }
-          if (!flags.text.trim()) fail('--text must not be empty');
+          const message = inboundBodyOf(flags);
           const waitSeconds = Number(flags.wait);
           if (!Number.isFinite(waitSeconds) || waitSeconds <= 0 || waitSeconds > 600) {
             fail(`--wait must be a number of seconds between 0 and 600, got "${flags.wait}"`);
@@ -117,7 +130,7 @@ export function registerSandboxCommands(program: Command): void {
                   phone_number_id: row.phone_number_id,
                   display_phone_number: row.phone,
                   from: from.e164,
-                  text: flags.text,
+                  ...message,
                   ...(flags.name ? { name: flags.name } : {}),
                 }),
               });
@@ -187,6 +200,60 @@ export function registerSandboxCommands(program: Command): void {
           });
         },
       ),
+    );
+
+  registerSentCommand(sandbox);
+}
+
+/** `parley sandbox sent`: the sandbox's log of what it was sent from an agent's number, read from its state file. */
+function registerSentCommand(sandbox: Command): void {
+  dbOptions(sandbox.command('sent').description("what the sandbox was sent from an agent's number, newest first"))
+    .requiredOption('--agent <id>', 'the agent whose number sent the messages')
+    .option('--to <e164>', 'only messages to this recipient')
+    .option('--limit <n>', 'how many, 1 to 200', '20')
+    .action(
+      action(async (flags: DbFlags & { agent: string; to?: string; limit: string }) => {
+        const limit = Number(flags.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
+          fail(`--limit must be a whole number from 1 to 200, got "${flags.limit}"`);
+        }
+        if (flags.to !== undefined && !parseInternationalPhone(flags.to).ok) {
+          fail(
+            `--to must be a phone number in international format, e.g. +14155550100; got "${flags.to.slice(0, 40)}"`,
+          );
+        }
+        const parentData = (sandbox.opts() as { data?: string }).data;
+        const adminFlags = { ...flags, ...(flags.data || !parentData ? {} : { data: parentData }) };
+        await withAdmin(adminFlags, async ({ database, config }) => {
+          const row = await findAgentNumber(database.db, flags.agent);
+          if (!row) fail(`unknown agent "${flags.agent}"`);
+          if (!row.phone || !row.phone_number_id) fail(`agent ${flags.agent} has no messaging number assigned`);
+          const numbers = new Map([[row.phone_number_id, row.phone]]);
+          const query = sentQueryOf(numbers, { limit, ...(flags.to !== undefined ? { to: flags.to } : {}) });
+          const items = readSentLogFile(join(config.dataDir, SANDBOX_STATE_FILE), query).map((e) =>
+            toSentItem(numbers, e),
+          );
+          if (flags.json) return printJson(items);
+          if (items.length === 0) {
+            print(
+              `the sandbox of this data folder was sent nothing from ${row.phone}${flags.to ? ` to ${flags.to}` : ''}`,
+            );
+            return;
+          }
+          print(
+            formatTable(
+              ['received', 'type', 'to', 'message ID', 'what'],
+              items.map((i) => [
+                formatDate(i.receivedAt),
+                i.type,
+                i.to ?? '-',
+                i.messageId ?? `refused (${i.error?.code ?? ''})`,
+                i.error ? `${summarizePayload(i.payload)}: ${i.error.message}` : summarizePayload(i.payload),
+              ]),
+            ),
+          );
+        });
+      }),
     );
 }
 

@@ -19,6 +19,7 @@ import { type MigrationDeps, sealedEndpointSecrets } from './0017-sealed-endpoin
 
 import { invitations } from './0018-invitations.js';
 import { listIndexes } from './0019-list-indexes.js';
+import { media } from './0022-media.js';
 import { peopleInTheLoop } from './0036-people-in-the-loop.js';
 
 export type { MigrationDeps, Sealer } from './0017-sealed-endpoint-secrets.js';
@@ -48,6 +49,7 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0017-sealed-endpoint-secrets': sealedEndpointSecrets(deps),
     '0018-invitations': invitations,
     '0019-list-indexes': listIndexes,
+    '0022-media': media,
     '0036-people-in-the-loop': peopleInTheLoop,
   };
 }
