@@ -5,11 +5,14 @@ import { defineCampaignTasks } from './campaigns/campaign-tasks.js';
 import { createNumberPacer, type NumberPacer } from './campaigns/number-pacer.js';
 import type { Config, RegionConfig } from './config.js';
 import { IdleSweeper } from './conversations/idle-sweep.js';
+import { countAllWaitingRows, defineBotFallbackQueue } from './conversations/index.js';
 import { type Database, migrateToLatest, openDatabase } from './db/database.js';
 import type { DB } from './db/schema.js';
 import { EventDeliverer } from './events/deliver-event.task.js';
+import { defineHoldingTextQueue } from './inbox/holding-text.task.js';
 import type { JobRunner } from './jobs/job-runner.js';
 import { createJobRunner } from './jobs/jobs.js';
+import { LiveHub } from './live/index.js';
 import { createMediaStore, defineMediaRetention, type MediaStore } from './media/index.js';
 import { createMessaging, type Messaging } from './messaging/messaging.js';
 import { secretBoxOf } from './numbers/index.js';
@@ -53,6 +56,8 @@ export interface AppContext {
   readonly numberPacer: NumberPacer;
   /** What requests left to run after their answer (the statuses that outran a send); close() waits for it. */
   readonly afterAnswer: AfterAnswer;
+  /** The changes open inbox pages of this node hear (every node's, on PostgreSQL). */
+  readonly live: LiveHub;
   /** Where the bytes of media live (PARLEY_MEDIA_STORE): the data folder or S3. */
   readonly mediaStore: MediaStore;
   close(): Promise<void>;
@@ -117,6 +122,7 @@ export async function createContext(
     metrics?.jobFailures.inc({ queue }),
   );
   metrics?.watchJobs(jobs);
+  metrics?.watchWaiting(() => countAllWaitingRows(database.db));
   const messaging = await createMessaging(
     config,
     region.region,
@@ -160,6 +166,10 @@ export async function createContext(
     logger,
   );
   idleSweeper.define(jobs);
+  // People in the loop: the fallback to people when the bot's hook is silent, and the holding text.
+  defineBotFallbackQueue(jobs, { db: database.db, jobs, clock, idleMs: config.conversations.idleMs });
+  defineHoldingTextQueue(jobs, send);
+  const live = new LiveHub(region.database, logger);
   defineMediaRetention(
     jobs,
     { db: database.db, store: mediaStore, clock, logger, retentionDays: config.media.retentionDays },
@@ -184,6 +194,7 @@ export async function createContext(
     idleSweeper,
     numberPacer,
     afterAnswer,
+    live,
     mediaStore,
     async close() {
       // Before the job runner and the database: this work writes and raises events.
@@ -195,6 +206,7 @@ export async function createContext(
       await sendRateLimiter.close();
       await campaignRateLimiter.close();
       await lastUsed.stop();
+      await live.close();
       await mediaStore.close();
       await database.close();
     },

@@ -13,3 +13,18 @@ export async function findAgentRow(db: Kysely<DB>, orgId: string, agentId: strin
 export async function listAgentRows(db: Kysely<DB>, orgId: string): Promise<AgentTable[]> {
   return db.selectFrom('agents').selectAll().where('org_id', '=', orgId).orderBy('created_at').execute();
 }
+
+export async function updateHoldingText(
+  db: Kysely<DB>,
+  orgId: string,
+  agentId: string,
+  text: string | null,
+): Promise<AgentTable | undefined> {
+  return db
+    .updateTable('agents')
+    .set({ holding_text: text })
+    .where('org_id', '=', orgId)
+    .where('id', '=', agentId)
+    .returningAll()
+    .executeTakeFirst();
+}

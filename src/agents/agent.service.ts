@@ -4,7 +4,7 @@ import { getOrganization } from '../orgs/org.service.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
-import { findAgentRow, insertAgent, listAgentRows } from './agent.repository.js';
+import { findAgentRow, insertAgent, listAgentRows, updateHoldingText } from './agent.repository.js';
 
 export interface Agent {
   /** The public agent ID, used as `convId`. */
@@ -13,6 +13,8 @@ export interface Agent {
   name: string;
   numberId: string | null;
   createdAt: number;
+  /** Free text Parley sends when it hands a conversation to people (no hook, or its hook down); null: none. */
+  holdingText: string | null;
 }
 
 export const toAgent = (row: AgentTable): Agent => ({
@@ -21,7 +23,34 @@ export const toAgent = (row: AgentTable): Agent => ({
   name: row.name,
   numberId: row.number_id,
   createdAt: row.created_at,
+  holdingText: row.holding_text ?? null,
 });
+
+/** The longest holding text: well inside the provider's 4,096 characters of a text message. */
+export const MAX_HOLDING_TEXT = 1000;
+
+/**
+ * Sets (or, with an empty text, removes) the agent's holding text. The provider refuses a text of
+ * only spaces, and counts characters, not UTF-16 units.
+ */
+export async function setHoldingText(
+  db: Kysely<DB>,
+  orgId: string,
+  agentId: string,
+  text: string | null,
+): Promise<Agent> {
+  const value = text?.trim() ? text.trim() : null;
+  if (value !== null && [...value].length > MAX_HOLDING_TEXT) {
+    throw new AppError(
+      'INVALID_BODY',
+      `A holding text is at most ${MAX_HOLDING_TEXT} characters; this one has ${[...value].length}.`,
+    );
+  }
+  const row = await updateHoldingText(db, orgId, agentId, value);
+  if (!row)
+    throw new AppError('NOT_FOUND', `No agent '${agentId.slice(0, 64)}' in organization ${orgId.slice(0, 64)}.`);
+  return toAgent(row);
+}
 
 export async function createAgent(
   db: Kysely<DB>,

@@ -12,6 +12,7 @@ import { laterWritesOf } from '../db/later-writes.js';
 import type { DB } from '../db/schema.js';
 import { deleteEndUserMadeForSend } from '../end-users/index.js';
 import type { JobRunner } from '../jobs/job-runner.js';
+import { publishLive } from '../live/index.js';
 import { applyPendingStatuses, markSendFailed } from '../messaging/index.js';
 import type { AfterAnswer } from '../shared/after-answer.js';
 import type { Clock } from '../shared/clock.js';
@@ -100,6 +101,11 @@ export async function recordSendFailed(
   if (certain && endUser?.created && opened?.created) {
     await record('the undo', () => deleteEndUserMadeForSend(deps.db, made.orgId, endUser.id));
   }
+  if (opened && !(certain && opened.created)) {
+    await record('the live update', () =>
+      publishLive(deps.db, { orgId: opened.row.org_id, conversationIds: [opened.row.id], kind: 'message' }),
+    );
+  }
   const kept = !certain || !opened?.created;
   return { keptConversation: kept, keptEndUser: kept || !endUser?.created };
 }
@@ -128,6 +134,9 @@ export async function recordSendAccepted(
       at: sent.at,
       conversation: opened ? { id: opened.row.id, now: made.now } : null,
     });
+    if (opened) {
+      await publishLive(deps.db, { orgId: opened.row.org_id, conversationIds: [opened.row.id], kind: 'message' });
+    }
     if (opened?.created && endUser) {
       await emitConversationStarted(events, opened.row, {
         endUser: { id: endUser.id, name: endUser.name, phone: endUser.phone, email: endUser.email },

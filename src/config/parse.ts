@@ -56,6 +56,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
     conversations: Object.freeze({
       idleMs: fromEnv(env, 'PARLEY_CONVERSATION_IDLE_MS'),
       sweepMs: fromEnv(env, 'PARLEY_CONVERSATION_SWEEP_MS'),
+      botFallbackMs: fromEnv(env, 'PARLEY_BOT_FALLBACK_MS'),
     }),
     jobs: Object.freeze({
       leaseMs: fromEnv(env, 'PARLEY_JOB_LEASE_MS'),

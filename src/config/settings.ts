@@ -304,6 +304,12 @@ const conversations = {
     default: 60_000,
     doc: 'how often idle conversations are closed, by one node of the region each time (at least 100)',
   },
+  PARLEY_BOT_FALLBACK_MS: {
+    type: positiveInt,
+    default: 120_000,
+    note: '2 minutes',
+    doc: "a conversation goes to people (the inbox) when the agent's hook has not acknowledged an end user's message within this time; the delivery keeps being retried",
+  },
 } satisfies Settings;
 
 const campaigns = {

@@ -54,7 +54,12 @@ export interface Config {
   /** The job runner: lease of a claimed job (renewed while it runs), and the idle poll interval. */
   readonly jobs: { readonly leaseMs: number; readonly pollMs: number };
   readonly events: EventsConfig;
-  readonly conversations: { readonly idleMs: number; readonly sweepMs: number };
+  readonly conversations: {
+    readonly idleMs: number;
+    readonly sweepMs: number;
+    /** A message to the agent's hook not acknowledged this long hands the conversation to people. */
+    readonly botFallbackMs: number;
+  };
   /** Which proxies' `X-Forwarded-For` to believe (Fastify's `trustProxy`): false, true, hops, or addresses. */
   readonly trustProxy: TrustProxy;
   readonly messaging: MessagingConfig;

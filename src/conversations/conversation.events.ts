@@ -1,6 +1,7 @@
 import { type EventDeps, type EventToEmit, emitEvent, eventId } from '../events/event.service.js';
 import type { InboundEventFields } from '../messaging/index.js';
 import type { ConversationTable } from './conversation.tables.js';
+import { handlingOf } from './handling.model.js';
 
 /**
  * The four events of a conversation, each raised with an ID derived from what raised it, so that
@@ -34,6 +35,7 @@ export function emitConversationStarted(
       endUser: opening.endUser,
       context: row.context === null ? null : (JSON.parse(row.context) as unknown),
       messageId: opening.messageId,
+      ...handlingOf(row),
     },
   });
 }
@@ -51,6 +53,8 @@ export function emitMessageReceived(
     /** `type`, `text`, and what the kind carries (`media`, `location`, `reply`, `reaction`, `contacts`, `replyTo`). */
     readonly fields: InboundEventFields;
     readonly at: number;
+    /** false while a person holds the conversation: only the organization's endpoints hear it. */
+    readonly toAgentHook?: boolean;
   },
 ): Promise<string[]> {
   return emitEvent(deps, {
@@ -58,6 +62,7 @@ export function emitMessageReceived(
     type: 'message.received',
     orgId: message.orgId,
     agentId: message.agentId,
+    ...(message.toAgentHook === false ? { toAgentHook: false } : {}),
     at: message.at,
     data: {
       conversationId: message.conversationId,
@@ -121,6 +126,7 @@ export function emitConversationClosed(
       endUserId: row.end_user_id,
       reason,
       closedAt: Number(row.closed_at ?? row.updated_at),
+      ...handlingOf(row),
     },
   });
 }

@@ -60,7 +60,8 @@ const CONVERSATION_COLUMNS = [
 
 /**
  * The key epoch, the end user with a phone and their open conversation with an agent, in one
- * statement: always one row, the epoch's.
+ * statement: always one row, the epoch's. Who handles the conversation (its handler, assignee and
+ * handoff) is not read here: a send needs none of it, and the send path stays as lean as it was.
  */
 const recipientSelect = (db: QueryCreator<DB>) =>
   db

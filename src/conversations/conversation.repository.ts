@@ -61,6 +61,9 @@ export interface ConversationFilter {
   agentId?: string;
   endUserId?: string;
   status?: 'open' | 'closed';
+  handler?: 'bot' | 'human';
+  /** A person's ID, or null for conversations assigned to nobody. */
+  assigneeId?: string | null;
   updatedSince?: number;
   after?: { startedAt: number; id: string };
 }
@@ -76,6 +79,13 @@ export async function listConversationRows(
   if (filter.agentId !== undefined) query = query.where('agent_id', '=', filter.agentId);
   if (filter.endUserId !== undefined) query = query.where('end_user_id', '=', filter.endUserId);
   if (filter.status !== undefined) query = query.where('status', '=', filter.status);
+  if (filter.handler !== undefined) query = query.where('handler', '=', filter.handler);
+  if (filter.assigneeId !== undefined) {
+    query =
+      filter.assigneeId === null
+        ? query.where('assignee_id', 'is', null)
+        : query.where('assignee_id', '=', filter.assigneeId);
+  }
   if (filter.updatedSince !== undefined) query = query.where('updated_at', '>=', filter.updatedSince);
   const after = filter.after;
   if (after) {

@@ -8,6 +8,7 @@ import {
   ConversationList,
   ConversationListQuery,
   ConversationSchema,
+  HandoffBody,
   ThreadPage,
   ThreadQuery,
 } from './conversation.schemas.js';
@@ -19,6 +20,7 @@ import {
   listConversations,
   type Reader,
 } from './conversation.service.js';
+import { handOff, release } from './handoff.service.js';
 
 /** Who reads: the key's organization, narrowed to its agent for an agent key. */
 const readerOf = (request: FastifyRequest): Reader => {
@@ -110,5 +112,56 @@ export const conversationRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> 
       },
     },
     async (request) => closeConversation(deps, readerOf(request), request.params.conversationId, 'closed'),
+  );
+
+  app.post(
+    '/api/conversations/:conversationId/handoff',
+    {
+      config: { family: 'channel' },
+      onRequest: auth,
+      // A request with no body at all hands over with no reason and no note.
+      preValidation: async (request) => {
+        if (request.body === undefined || request.body === null) (request as { body: unknown }).body = {};
+      },
+      schema: {
+        summary: 'Hand a conversation to people',
+        description:
+          'The bot asks for a person: the conversation goes to the dashboard\'s inbox (`handler: "human"`), ' +
+          "`conversation.handoff` is raised, and until it is released the agent's own hook gets no `message.received` " +
+          "for it (the organization's endpoints still do; the agent's key can still send). A conversation people " +
+          `hold already is answered as it is; a closed one is 400. ${DESCRIBE_SCOPE}`,
+        tags: ['conversations'],
+        security: BEARER,
+        params: ConversationIdParams,
+        body: HandoffBody,
+        response: { 200: ConversationSchema, ...errorResponses('channel', [400, 401, 403, 404]) },
+      },
+    },
+    async (request) =>
+      handOff(deps, readerOf(request), request.params.conversationId, {
+        reason: request.body.reason,
+        note: request.body.note,
+        by: { type: 'agent' },
+      }),
+  );
+
+  app.post(
+    '/api/conversations/:conversationId/release',
+    {
+      config: { family: 'channel' },
+      onRequest: auth,
+      schema: {
+        summary: 'Hand a conversation back to the bot',
+        description:
+          'People are done: the agent\'s hook hears the end user again (`handler: "bot"`, no assignee, no handoff) and ' +
+          '`conversation.released` is raised. A conversation the bot holds already is answered as it is; a closed one ' +
+          `is 400. ${DESCRIBE_SCOPE}`,
+        tags: ['conversations'],
+        security: BEARER,
+        params: ConversationIdParams,
+        response: { 200: ConversationSchema, ...errorResponses('channel', [400, 401, 403, 404]) },
+      },
+    },
+    async (request) => release(deps, readerOf(request), request.params.conversationId, { type: 'agent' }),
   );
 };

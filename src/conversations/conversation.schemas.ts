@@ -4,6 +4,35 @@ import { INBOUND_FIELDS } from '../messaging/inbound.schemas.js';
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const MAX_INTEGER = Number.MAX_SAFE_INTEGER;
 
+export const Handler = Type.Union([Type.Literal('bot'), Type.Literal('human')], {
+  description: "Who answers the end user: `bot` (the agent's hook) or `human` (people, in the dashboard's inbox).",
+});
+
+export const Assignee = Type.Object(
+  {
+    id: Type.String({ description: 'The person of the dashboard (`usr_...`).' }),
+    name: Type.String({ description: 'Their name as the dashboard shows it (their email address).' }),
+  },
+  { description: 'The person the conversation is assigned to.' },
+);
+
+export const HandoffSchema = Type.Object(
+  {
+    reason: Nullable(
+      Type.String({
+        description:
+          'Why: as the agent gave it, `no_bot` (the agent has no hook), `bot_unreachable` (its hook did not answer in time) or `taken_over` (a person took it).',
+      }),
+    ),
+    note: Nullable(Type.String({ description: 'A note for the people who take it, as the agent gave it.' })),
+    by: Type.Union([Type.Literal('agent'), Type.Literal('user'), Type.Literal('parley')], {
+      description: 'Who handed it over: the agent (its API key), a person of the dashboard, or Parley (a fallback).',
+    }),
+    at: Type.Number({ description: 'ms since epoch.' }),
+  },
+  { description: 'The handoff that gave the conversation to people; null while the bot handles it.' },
+);
+
 export const ConversationSchema = Type.Object(
   {
     id: Type.String({ description: 'The conversation ID (`cnv_...`).' }),
@@ -16,6 +45,9 @@ export const ConversationSchema = Type.Object(
     startedAt: Type.Number({ description: 'ms since epoch.' }),
     lastMessageAt: Type.Number({ description: 'Time of the last message either way, ms since epoch.' }),
     closedAt: Nullable(Type.Number({ description: 'ms since epoch.' })),
+    handler: Handler,
+    assignee: Nullable(Assignee),
+    handoff: Nullable(HandoffSchema),
   },
   {
     title: 'Conversation',
@@ -31,6 +63,14 @@ export const ConversationSchema = Type.Object(
         startedAt: 1795386969828,
         lastMessageAt: 1795386975120,
         closedAt: null,
+        handler: 'human',
+        assignee: { id: 'usr_5fGh7JkL9mNp2QrS4tUv6W', name: 'ana@example.com' },
+        handoff: {
+          reason: 'asked for a human',
+          note: 'Wants to change the delivery address.',
+          by: 'agent',
+          at: 1795386976000,
+        },
       },
     ],
   },
@@ -54,6 +94,18 @@ export const ConversationListQuery = Type.Object(
       Type.String({ minLength: 1, maxLength: 64, description: "Only this end user's conversations." }),
     ),
     status: Type.Optional(Type.Union([Type.Literal('open'), Type.Literal('closed')])),
+    handler: Type.Optional(
+      Type.Union([Type.Literal('bot'), Type.Literal('human')], {
+        description: 'Only those the bot, or people, handle.',
+      }),
+    ),
+    assignee: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description: 'Only those assigned to this person (`usr_...`), or `none` for those assigned to nobody.',
+      }),
+    ),
     updatedSince: Type.Optional(
       Type.Integer({
         minimum: 0,
@@ -76,6 +128,34 @@ export const ConversationList = Type.Object(
   { title: 'ConversationList' },
 );
 export type ConversationList = Static<typeof ConversationList>;
+
+export const HandoffBody = Type.Object(
+  {
+    reason: Type.Optional(
+      Type.String({ maxLength: 200, description: 'Why the agent hands over (at most 200 characters).' }),
+    ),
+    note: Type.Optional(
+      Type.String({ maxLength: 2000, description: 'A note for the people who take it (at most 2,000 characters).' }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    title: 'HandoffRequest',
+  },
+);
+export type HandoffBody = Static<typeof HandoffBody>;
+
+export const SentBy = Type.Object(
+  {
+    type: Type.Union([Type.Literal('agent'), Type.Literal('user'), Type.Literal('parley')], {
+      description:
+        'The agent (its API key, a trigger, a campaign), a person of the dashboard, or Parley (a holding text).',
+    }),
+    id: Type.Optional(Type.String({ description: 'The person (`usr_...`), when a person sent it.' })),
+    name: Type.Optional(Type.String({ description: 'Their name as the dashboard shows it, when a person sent it.' })),
+  },
+  { description: 'Who sent an outbound message.' },
+);
 
 export const ThreadQuery = Type.Object({ limit: Limit, cursor: Cursor }, { additionalProperties: false });
 export type ThreadQuery = Static<typeof ThreadQuery>;
@@ -107,6 +187,7 @@ export const ThreadMessage = Type.Object(
     ...INBOUND_FIELDS,
     messageId: Nullable(Type.String({ description: "The provider's message ID (null until the provider accepted)." })),
     status: Type.Optional(Type.String({ description: 'Delivery status of an outbound message.' })),
+    sentBy: Type.Optional(SentBy),
     createdAt: Type.Number({ description: 'When Parley stored it, ms since epoch.' }),
   },
   { title: 'ConversationMessage' },

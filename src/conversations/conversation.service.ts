@@ -3,6 +3,7 @@ import { type KeyEpochConfirmer, readConfirmingKey } from '../auth/index.js';
 import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
+import { publishLive } from '../live/index.js';
 import { findMediaByIds, type Media } from '../media/index.js';
 import { inboundFields } from '../messaging/index.js';
 import { clip } from '../shared/clip.js';
@@ -23,10 +24,14 @@ import {
   type ThreadRow,
 } from './conversation.repository.js';
 import type { ConversationListQuery, ThreadMessage, ThreadQuery } from './conversation.schemas.js';
-import type { ConversationStatus, ConversationTable } from './conversation.tables.js';
+import type { ConversationStatus, ConversationTable, MessageAuthorTable } from './conversation.tables.js';
+import { type Handling, handlingOf } from './handling.model.js';
+import { authorsOf } from './message-author.repository.js';
+
+export type { Handoff } from './handling.model.js';
 
 /** A conversation as the API shows it. */
-export interface Conversation {
+export interface Conversation extends Handling {
   id: string;
   agentId: string;
   endUserId: string;
@@ -51,6 +56,7 @@ export function toConversation(row: ConversationTable): Conversation {
     startedAt: Number(row.started_at),
     lastMessageAt: Number(row.last_message_at),
     closedAt: row.closed_at === null ? null : Number(row.closed_at),
+    ...handlingOf(row),
   };
 }
 
@@ -141,7 +147,10 @@ export async function closeConversation(
   const at = deps.clock.now();
   const close = async (trx: Kysely<DB>) => {
     const row = await closeConversationRow(trx, existing.org_id, id, at);
-    if (row) await emitConversationClosed({ ...deps, db: trx }, row, reason);
+    if (row) {
+      await emitConversationClosed({ ...deps, db: trx }, row, reason);
+      await publishLive(trx, { orgId: row.org_id, conversationIds: [row.id], kind: 'handling' });
+    }
     return row;
   };
   const closed = deps.db.isTransaction ? await close(deps.db) : await deps.db.transaction().execute(close);
@@ -159,11 +168,25 @@ export async function closeIdleConversations(deps: ConversationDeps, batch = 500
     const closed = await deps.db.transaction().execute(async (trx) => {
       const rows = await closeIdleRows(trx, at - deps.idleMs, at, batch);
       for (const row of rows) await emitConversationClosed({ ...deps, db: trx }, row, 'idle');
+      for (const [orgId, ids] of idsByOrg(rows)) {
+        await publishLive(trx, { orgId, conversationIds: ids, kind: 'handling' });
+      }
       return rows.length;
     });
     total += closed;
     if (closed < batch) return total;
   }
+}
+
+/** Conversation IDs by organization. */
+export function idsByOrg(rows: readonly { readonly org_id: string; readonly id: string }[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const row of rows) {
+    const ids = out.get(row.org_id);
+    if (ids) ids.push(row.id);
+    else out.set(row.org_id, [row.id]);
+  }
+  return out;
 }
 
 const notFound = (id: string) => new AppError('NOT_FOUND', `No conversation with ID '${clip(id, 64)}'.`);
@@ -222,6 +245,8 @@ export async function listConversations(
   if (agentId !== undefined) filter.agentId = agentId;
   if (query.endUser !== undefined) filter.endUserId = query.endUser;
   if (query.status !== undefined) filter.status = query.status;
+  if (query.handler !== undefined) filter.handler = query.handler;
+  if (query.assignee !== undefined) filter.assigneeId = query.assignee === 'none' ? null : query.assignee;
   if (query.updatedSince !== undefined) filter.updatedSince = query.updatedSince;
   if (query.cursor !== undefined) {
     const c = decodeListCursor(query.cursor);
@@ -241,7 +266,22 @@ export async function countOpenConversations(db: Kysely<DB>, orgId: string): Pro
   return countOpenConversationRows(db, orgId);
 }
 
-function toThreadMessage(row: ThreadRow, media: ReadonlyMap<string, Media>): ThreadMessage {
+/** Who sent an outbound message: a person or Parley when its author was recorded, else the agent. */
+export function sentByOf(author: MessageAuthorTable | undefined): NonNullable<ThreadMessage['sentBy']> {
+  if (!author) return { type: 'agent' };
+  if (author.kind === 'parley') return { type: 'parley' };
+  return {
+    type: 'user',
+    ...(author.user_id ? { id: author.user_id } : {}),
+    ...(author.name ? { name: author.name } : {}),
+  };
+}
+
+function toThreadMessage(
+  row: ThreadRow,
+  media: ReadonlyMap<string, Media>,
+  authors: ReadonlyMap<string, MessageAuthorTable>,
+): ThreadMessage {
   const base = {
     id: row.id,
     direction: row.direction,
@@ -272,6 +312,7 @@ function toThreadMessage(row: ThreadRow, media: ReadonlyMap<string, Media>): Thr
         }
       : {}),
     ...(row.status !== null ? { status: row.status } : {}),
+    sentBy: sentByOf(authors.get(row.id)),
   };
 }
 
@@ -295,8 +336,16 @@ export async function listConversationMessages(
   const last = page[page.length - 1];
   const mediaIds = page.flatMap((r) => (r.inbound?.mediaId ? [r.inbound.mediaId] : []));
   const media = new Map((await findMediaByIds(db, reader.orgId, mediaIds)).map((m) => [m.id, m]));
+  const authors = new Map(
+    (
+      await authorsOf(
+        db,
+        page.filter((r) => r.direction === 'outbound').map((r) => r.id),
+      )
+    ).map((a) => [a.message_id, a]),
+  );
   return {
-    data: page.map((row) => toThreadMessage(row, media)),
+    data: page.map((row) => toThreadMessage(row, media, authors)),
     nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null,
   };
 }

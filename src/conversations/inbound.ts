@@ -1,11 +1,24 @@
 import type { Kysely } from 'kysely';
 import { isRetryableWrite, isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
+import { agentHookReceives, eventId } from '../events/event.service.js';
+import { BOT_FALLBACK_QUEUE } from '../jobs/queues.js';
+import { publishLive } from '../live/index.js';
 import type { InboundEventFields } from '../messaging/index.js';
+import type { BotFallbackJob } from './bot-fallback.task.js';
 import { emitConversationStarted, emitMessageReceived, type StartedEndUser } from './conversation.events.js';
 import { findConversation, touchConversation } from './conversation.fast.js';
 import { agentsOfNumber, agentWithOpenConversation, setInboundConversation } from './conversation.repository.js';
 import { type ConversationDeps, openConversation } from './conversation.service.js';
+import type { ConversationTable } from './conversation.tables.js';
+import { markWaiting } from './handling.repository.js';
+import { handOffRow } from './handoff.service.js';
+
+/** Joining an inbound message: a conversation's verbs, and how long the agent's hook has to acknowledge it. */
+export interface InboundJoinDeps extends ConversationDeps {
+  /** PARLEY_BOT_FALLBACK_MS. */
+  readonly botFallbackMs: number;
+}
 
 export interface InboundOfNumber {
   readonly orgId: string;
@@ -31,10 +44,16 @@ export interface InboundOfNumber {
  * the number's first agent; a number with no agent keeps the message out of any conversation. In
  * one transaction: the conversation opened (and `conversation.started`) or joined, the message's
  * conversation set, `message.received` raised (for a message with a file, by its download instead,
- * unless the file was settled first). Idempotent: an attempt that runs again finds the
- * conversation set and raises the same event IDs. Resolves with the conversation, if any.
+ * unless the file was settled first), open inbox pages told. Idempotent: an attempt that runs
+ * again finds the conversation set and raises the same event IDs. Resolves with the conversation,
+ * if any.
+ *
+ * Who hears it: while people hold the conversation, only the organization's endpoints (the agent's
+ * hook stays silent) and the end user now waits for a person. While the bot holds it, an agent
+ * with no hook of its own hands it to people at once (`no_bot`); otherwise a check is queued that
+ * hands it over if the hook has not acknowledged the message within `botFallbackMs`.
  */
-export async function joinInbound(deps: ConversationDeps, message: InboundOfNumber): Promise<string | undefined> {
+export async function joinInbound(deps: InboundJoinDeps, message: InboundOfNumber): Promise<string | undefined> {
   const agents = await agentsOfNumber(deps.db, message.orgId, message.numberId);
   if (agents.length === 0) return undefined;
   for (let attempt = 1; ; attempt++) {
@@ -68,6 +87,7 @@ export async function joinInbound(deps: ConversationDeps, message: InboundOfNumb
             at: now,
           });
         }
+        const withPeople = conversation.handler === 'human' && conversation.status === 'open';
         // Read after the message's row was updated above (its lock held, on PostgreSQL), so that a
         // download finishing at the same moment either sees this conversation or is seen here.
         const fields = await message.fields(trx);
@@ -81,8 +101,15 @@ export async function joinInbound(deps: ConversationDeps, message: InboundOfNumb
             messageId: message.providerMessageId,
             fields,
             at: message.sentAt,
+            ...(withPeople ? { toAgentHook: false } : {}),
           });
         }
+        if (withPeople) {
+          await markWaiting(trx, conversation.id, now);
+        } else if (conversation.status === 'open') {
+          await fallBack(tx, conversation, message.providerMessageId);
+        }
+        await publishLive(trx, { orgId: message.orgId, conversationIds: [conversation.id], kind: 'message' });
         return conversation.id;
       });
       return id;
@@ -91,4 +118,31 @@ export async function joinInbound(deps: ConversationDeps, message: InboundOfNumb
       if (attempt >= 5 || !(isUniqueViolation(err) || isRetryableWrite(err))) throw err;
     }
   }
+}
+
+/**
+ * The bot holds the conversation: with no hook of the agent's to hear the message, people take it
+ * now (`no_bot`); otherwise the hook has `botFallbackMs` to acknowledge it (bot-fallback.task.ts).
+ */
+async function fallBack(deps: InboundJoinDeps, conversation: ConversationTable, providerMessageId: string) {
+  const { db } = deps;
+  if (!(await agentHookReceives(db, conversation.org_id, conversation.agent_id, 'message.received'))) {
+    await handOffRow(deps, conversation, {
+      reason: 'no_bot',
+      by: { type: 'parley' },
+      eventKey: `no_bot\u0000${providerMessageId}`,
+    });
+    return;
+  }
+  await deps.jobs.enqueue<BotFallbackJob>(
+    BOT_FALLBACK_QUEUE,
+    {
+      orgId: conversation.org_id,
+      conversationId: conversation.id,
+      agentId: conversation.agent_id,
+      eventId: eventId('message.received', providerMessageId),
+      providerMessageId,
+    },
+    { db, delayMs: deps.botFallbackMs },
+  );
 }

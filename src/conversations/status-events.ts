@@ -1,4 +1,5 @@
 import { type EventDeps, emitEvents, enabledEndpointsOf } from '../events/event.service.js';
+import { publishLive } from '../live/index.js';
 import { findMessageAgent, type StatusEvent } from '../messaging/index.js';
 import { messageStatusEvent } from './conversation.events.js';
 
@@ -35,6 +36,15 @@ export async function raiseStatusesOfMessages(
     readonly event: StatusEvent;
   }[],
 ): Promise<void> {
+  // Open inbox pages show the ticks: told once per organization, whoever listens to events.
+  const byOrg = new Map<string, Set<string>>();
+  for (const { message } of statuses) {
+    if (message.conversationId === null) continue;
+    const ids = byOrg.get(message.orgId) ?? new Set<string>();
+    ids.add(message.conversationId);
+    byOrg.set(message.orgId, ids);
+  }
+  for (const [orgId, ids] of byOrg) await publishLive(deps.db, { orgId, conversationIds: [...ids], kind: 'status' });
   const endpoints = await enabledEndpointsOf(
     deps.db,
     statuses.map((s) => s.message.orgId),

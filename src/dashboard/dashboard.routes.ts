@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
+import { countWaiting } from '../inbox/inbox.service.js';
 import { AppError, isAppError, statusOf } from '../shared/errors.js';
 import { registerAgentPages } from './agents.pages.js';
 import { registerApiKeyPages } from './api-keys.pages.js';
@@ -8,8 +9,12 @@ import { registerCampaignCreatePages } from './campaign-create.pages.js';
 import { registerCampaignPages } from './campaigns.pages.js';
 import { registerConversationPages } from './conversations.pages.js';
 import { registerEndUserPages } from './end-users.pages.js';
+import { registerHoldingTextPages } from './holding-text.pages.js';
 import { registerHomePages } from './home.pages.js';
 import { registerHookPages } from './hooks.pages.js';
+import { registerInboxPages } from './inbox.pages.js';
+import { registerInboxActionPages } from './inbox-actions.pages.js';
+import { registerInboxStream } from './inbox-stream.js';
 import { registerMediaPages } from './media.pages.js';
 import {
   cookies,
@@ -103,6 +108,8 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
         );
       }
     }
+    // A whole page shows the Inbox's count in its navigation; a fragment (htmx) does not need it.
+    if (request.method === 'GET' && !isHtmx(request)) session.waiting = await countWaiting(db, session.org.id);
     request.dashboardSession = session;
   };
   const kit: PageKit = {
@@ -151,4 +158,8 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   registerEndUserPages(app, ctx, kit);
   registerAuditPages(app, ctx, kit);
   registerPeoplePages(app, ctx, kit);
+  registerInboxPages(app, ctx, kit);
+  registerInboxActionPages(app, ctx, kit);
+  registerInboxStream(app, ctx, kit);
+  registerHoldingTextPages(app, ctx, kit);
 }

@@ -44,6 +44,8 @@ export interface Session {
   user: User;
   org: Organization;
   csrfToken: string;
+  /** Conversations waiting for a person: the navigation's Inbox count (read for whole pages only). */
+  waiting?: number;
 }
 
 /**
@@ -136,6 +138,23 @@ export async function sessionOf(
   const org = await getOrganization(db, row.org_id);
   const { last_seen_at: _seen, session_org_id: _org, session_created_at: _created, ...user } = row;
   return { user: toUser(user), org, csrfToken: csrfTokenOf(token) };
+}
+
+/**
+ * Whether the session of a token is still live, without counting this as a use (an inbox page
+ * left open re-checks its stream's session and must not keep it from ending when idle).
+ */
+export async function sessionStillLive(
+  db: Kysely<DB>,
+  clock: Clock,
+  ages: Pick<DashboardConfig, 'sessionIdleMs' | 'sessionMaxMs'>,
+  token: string | undefined,
+): Promise<boolean> {
+  if (!token || token.length > 100) return false;
+  const row = await findSessionWithUser(db, tokenHash(token));
+  if (!row || row.session_org_id !== row.org_id) return false;
+  const now = clock.now();
+  return now - row.last_seen_at <= ages.sessionIdleMs && now - row.session_created_at <= ages.sessionMaxMs;
 }
 
 export async function endSession(db: Kysely<DB>, token: string | undefined): Promise<void> {

@@ -27,6 +27,12 @@ const ASSETS: Record<string, Asset> = {
     body: undefined,
     load: fromPackage('htmx.org/dist/htmx.min.js'),
   },
+  // htmx's extension for server-sent events: the inbox's live updates (inbox-stream.ts).
+  'htmx-ext-sse.js': {
+    type: 'text/javascript; charset=utf-8',
+    body: undefined,
+    load: fromPackage('htmx-ext-sse/dist/sse.min.js'),
+  },
   'pico.classless.min.css': {
     type: 'text/css; charset=utf-8',
     body: undefined,

@@ -41,6 +41,16 @@ const VIEWS = [
   'invitation',
   'campaign-create-dialog',
   'pager',
+  // The inbox (people in the loop).
+  'waiting-count',
+  'inbox',
+  'inbox-list',
+  'inbox-conversation',
+  'inbox-thread',
+  'inbox-panel',
+  'inbox-composer',
+  'inbox-template-fields',
+  'inbox-note-form',
 ] as const;
 
 export type ViewName = (typeof VIEWS)[number];

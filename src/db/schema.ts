@@ -1,7 +1,12 @@
 import type { Generated } from 'kysely';
 import type { AuditLogTable } from '../audit/audit.tables.js';
 import type { CampaignDedupeKeyTable, CampaignDeliveryTable } from '../campaigns/campaign.tables.js';
-import type { ConversationTable, TriggerTable } from '../conversations/conversation.tables.js';
+import type {
+  ConversationNoteTable,
+  ConversationTable,
+  MessageAuthorTable,
+  TriggerTable,
+} from '../conversations/conversation.tables.js';
 import type {
   DashboardSessionTable,
   InvitationTable,
@@ -39,6 +44,8 @@ export interface AgentTable {
   name: string;
   number_id: string | null;
   created_at: number;
+  /** Free text Parley sends when it hands a conversation to people (migration 0036); optional on insert. */
+  holding_text?: string | null;
 }
 
 export interface CampaignTable {
@@ -107,6 +114,8 @@ export interface DB {
   invitations: InvitationTable;
   sign_in_failures: SignInFailureTable;
   audit_log: AuditLogTable;
+  message_authors: MessageAuthorTable;
+  conversation_notes: ConversationNoteTable;
   media: MediaTable;
 }
 

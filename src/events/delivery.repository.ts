@@ -130,3 +130,23 @@ export async function listDeliveryRowsOfEvent(
     .orderBy('d.id')
     .execute();
 }
+
+/** Whether an endpoint bound to the agent answered this event with a 2xx. */
+export async function isDeliveredToAgentEndpoint(
+  db: Kysely<DB>,
+  orgId: string,
+  eventId: string,
+  agentId: string,
+): Promise<boolean> {
+  const row = await db
+    .selectFrom('event_deliveries as d')
+    .innerJoin('event_endpoints as e', 'e.id', 'd.endpoint_id')
+    .select('d.id')
+    .where('d.org_id', '=', orgId)
+    .where('d.event_id', '=', eventId)
+    .where('e.agent_id', '=', agentId)
+    .where('d.status', '=', 'delivered')
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}

@@ -5,7 +5,7 @@ import type { JobRunner } from '../jobs/job-runner.js';
 import { EVENT_DELIVERY_QUEUE } from '../jobs/queues.js';
 import type { Clock } from '../shared/clock.js';
 import { newId } from '../shared/ids.js';
-import { insertDeliveries } from './delivery.repository.js';
+import { insertDeliveries, isDeliveredToAgentEndpoint } from './delivery.repository.js';
 import { type EventEndpointOfOrg, listEnabledEndpointRows } from './endpoint.repository.js';
 import type { EventDeliveryTable } from './event.tables.js';
 
@@ -17,6 +17,10 @@ export const EVENT_TYPES = [
   'message.received',
   'message.status',
   'conversation.closed',
+  'conversation.handoff',
+  'conversation.released',
+  'conversation.assigned',
+  'message.sent',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -40,6 +44,11 @@ export interface EventToEmit {
   readonly orgId: string;
   /** The agent the event is about: endpoints bound to another agent never receive it. */
   readonly agentId: string;
+  /**
+   * false: not for the agent's own hook (endpoints bound to the agent), only for the
+   * organization's endpoints: a `message.received` while a person holds the conversation.
+   */
+  readonly toAgentHook?: boolean;
   readonly data: Record<string, unknown>;
   /** When it happened (ms); the body's `timestamp`. */
   readonly at: number;
@@ -66,6 +75,22 @@ export function eventBody(event: Pick<EventToEmit, 'type' | 'data' | 'at'>): str
 export async function enabledEndpointsOf(db: Kysely<DB>, orgIds: readonly string[]): Promise<EventEndpointOfOrg[]> {
   if (orgIds.length === 0) return [];
   return listEnabledEndpointRows(db, orgIds);
+}
+
+/** Whether the agent has a hook of its own (an enabled endpoint bound to it) that receives `type`. */
+export async function agentHookReceives(
+  db: Kysely<DB>,
+  orgId: string,
+  agentId: string,
+  type: EventType,
+): Promise<boolean> {
+  const endpoints = await enabledEndpointsOf(db, [orgId]);
+  return endpoints.some((e) => e.agent_id === agentId && (e.events === '*' || e.events.split(',').includes(type)));
+}
+
+/** Whether the agent's own hook acknowledged (answered 2xx) the event. */
+export function agentHookAcknowledged(db: Kysely<DB>, orgId: string, id: string, agentId: string): Promise<boolean> {
+  return isDeliveredToAgentEndpoint(db, orgId, id, agentId);
 }
 
 /**
@@ -102,11 +127,12 @@ export async function emitEvents(
       ));
     const rows: Insertable<EventDeliveryTable>[] = [];
     for (const event of events) {
-      // The organization's endpoints not bound to another agent, subscribed to the event's type.
+      // The organization's endpoints not bound to another agent (nor to this one, when the event is
+      // not for its hook), subscribed to the event's type.
       const wanted = endpoints.filter(
         (e) =>
           e.org_id === event.orgId &&
-          (e.agent_id === null || e.agent_id === event.agentId) &&
+          (e.agent_id === null || (e.agent_id === event.agentId && event.toAgentHook !== false)) &&
           (e.events === '*' || e.events.split(',').includes(event.type)),
       );
       if (wanted.length === 0) continue;

@@ -33,6 +33,8 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /api/conversations/{conversationId}': 'getConversation',
   'GET /api/conversations/{conversationId}/messages': 'listConversationMessages',
   'POST /api/conversations/{conversationId}/close': 'closeConversation',
+  'POST /api/conversations/{conversationId}/handoff': 'handOffConversation',
+  'POST /api/conversations/{conversationId}/release': 'releaseConversation',
   'POST /api/campaigns/{campaignId}/webhook': 'postCampaignRecipients',
   'GET /api/campaigns/{campaignId}': 'getCampaign',
   'GET /api/campaigns/{campaignId}/deliveries': 'listCampaignDeliveries',

@@ -26,6 +26,9 @@ const conversation = {
   startedAt: T,
   lastMessageAt: T + 5292,
   closedAt: null,
+  handler: 'bot',
+  assignee: null,
+  handoff: null,
 };
 
 const sandboxSent = {
@@ -68,6 +71,7 @@ const conversationMessage = {
   template: { name: 'order_update', language: 'en_US', parameters: { body: ['A-1042'], header: [] } },
   messageId: WAMID,
   status: 'read',
+  sentBy: { type: 'agent' },
   createdAt: T,
 };
 
@@ -217,6 +221,7 @@ export const SCHEMA_EXAMPLES: Readonly<Record<string, unknown>> = {
   Health: { status: 'ok', timestamp: '2026-11-24T12:00:00.000Z', region: 'us' },
   Readiness: { status: 'ready' },
   OpenApiDocument: { openapi: '3.0.3', info: { title: 'Parley API', version: '3.0.0' }, paths: {} },
+  HandoffRequest: { reason: 'asked for a human', note: 'Wants to change the delivery address of order A-1042.' },
   SandboxInboundRequest: {
     convId: AGENT,
     from: '+14155550100',

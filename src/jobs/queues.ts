@@ -21,6 +21,13 @@ export const CAMPAIGN_UNCONFIRMED_QUEUE = 'campaign-unconfirmed';
  */
 export const CONVERSATION_IDLE_SWEEP_QUEUE = 'conversation-idle-sweep';
 
+/**
+ * Hands a conversation to people when the agent's hook has not acknowledged an end user's message
+ * within PARLEY_BOT_FALLBACK_MS (conversations: `bot-fallback.task.ts`).
+ */
+export const BOT_FALLBACK_QUEUE = 'bot-fallback';
+/** Sends an agent's holding text once per handoff Parley made (inbox: `holding-text.task.ts`). */
+export const HOLDING_TEXT_QUEUE = 'holding-text';
 /** Downloads the file of one inbound message from the provider into the media store, then raises `message.received` (messaging: `inbound-media.task.ts`). */
 export const INBOUND_MEDIA_QUEUE = 'inbound-media';
 
@@ -35,6 +42,8 @@ export const QUEUE_NAMES = [
   CAMPAIGN_DELIVERY_QUEUE,
   CAMPAIGN_UNCONFIRMED_QUEUE,
   CONVERSATION_IDLE_SWEEP_QUEUE,
+  BOT_FALLBACK_QUEUE,
+  HOLDING_TEXT_QUEUE,
   INBOUND_MEDIA_QUEUE,
   MEDIA_RETENTION_QUEUE,
 ] as const;

@@ -30,7 +30,7 @@ export async function lockInboundOfMedia(db: Kysely<DB>, providerMessageId: stri
 export async function conversationParties(db: Kysely<DB>, conversationId: string) {
   return db
     .selectFrom('conversations')
-    .select(['id', 'org_id', 'agent_id', 'end_user_id'])
+    .select(['id', 'org_id', 'agent_id', 'end_user_id', 'status', 'handler'])
     .where('id', '=', conversationId)
     .executeTakeFirst();
 }

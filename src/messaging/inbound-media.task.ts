@@ -4,6 +4,7 @@ import { emitMessageReceived } from '../conversations/index.js';
 import type { DB } from '../db/schema.js';
 import type { JobInfo, JobRunner } from '../jobs/job-runner.js';
 import { INBOUND_MEDIA_QUEUE } from '../jobs/queues.js';
+import { publishLive } from '../live/index.js';
 import { findMediaById, type MediaStore, markStored, markUnavailable, mediaKey } from '../media/index.js';
 import type { Clock } from '../shared/clock.js';
 import { inboundFields } from './inbound-event.js';
@@ -149,7 +150,11 @@ export async function settleInboundMedia(
         messageId: row.provider_message_id,
         fields: inboundFields(row, media, deps.baseUrl),
         at: Number(row.sent_at),
+        // While people hold the conversation the agent's own hook hears nothing of it.
+        ...(conversation.handler === 'human' && conversation.status === 'open' ? { toAgentHook: false } : {}),
       },
     );
+    // Open inbox pages show the file now that it is here.
+    await publishLive(trx, { orgId: conversation.org_id, conversationIds: [conversation.id], kind: 'message' });
   });
 }

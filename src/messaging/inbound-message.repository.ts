@@ -52,12 +52,21 @@ export async function conversationOfInbound(db: Kysely<DB>, providerMessageId: s
   return row?.conversation_id ?? null;
 }
 
-/** Whether the inbound message is stored (its window was opened in the same transaction). */
+/** Whether the inbound message is applied: stored (its window opened in the same transaction) and joined to its conversation. */
 export async function inboundMessageStored(db: Kysely<DB>, providerMessageId: string): Promise<boolean> {
+  // Stored, and joined to its conversation (or its number has no agent, so it never joins one):
+  // the message is stored before its conversation is, and a caller reading the conversation as
+  // soon as this says so must find it.
   const row = await db
-    .selectFrom('inbound_messages')
-    .select('provider_message_id')
-    .where('provider_message_id', '=', providerMessageId)
+    .selectFrom('inbound_messages as i')
+    .select('i.provider_message_id')
+    .where('i.provider_message_id', '=', providerMessageId)
+    .where((eb) =>
+      eb.or([
+        eb('i.conversation_id', 'is not', null),
+        eb.not(eb.exists(eb.selectFrom('agents as a').select('a.id').whereRef('a.number_id', '=', 'i.number_id'))),
+      ]),
+    )
     .executeTakeFirst();
   return row !== undefined;
 }

@@ -76,6 +76,7 @@ export async function createMessaging(
   const webhooks = new WebhookProcessor(database.db, clock, logger, {
     jobs,
     conversationIdleMs: config.conversations.idleMs,
+    botFallbackMs: config.conversations.botFallbackMs,
     baseUrl: media.baseUrl,
   });
   defineProviderWebhookQueue(jobs, webhooks);

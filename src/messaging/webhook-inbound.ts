@@ -26,6 +26,8 @@ export interface InboundDeps {
   readonly jobs: JobRunner | undefined;
   /** Idle time after which a conversation is closed (an inbound message then opens a new one). */
   readonly conversationIdleMs: number;
+  /** PARLEY_BOT_FALLBACK_MS: how long the agent's hook has to acknowledge a message. */
+  readonly botFallbackMs: number;
   /** The region's base address, for the `media.url` of `message.received`. */
   readonly baseUrl: string;
 }
@@ -99,7 +101,7 @@ export async function applyInbound(
   if (endUserId && jobs) {
     const endUser = await findEndUser(db, number.org_id, endUserId);
     await joinInbound(
-      { db, jobs, clock, idleMs: deps.conversationIdleMs },
+      { db, jobs, clock, idleMs: deps.conversationIdleMs, botFallbackMs: deps.botFallbackMs },
       {
         orgId: number.org_id,
         numberId: number.id,

@@ -29,6 +29,8 @@ export interface WebhookProcessorOptions {
   readonly retryDelaysMs?: readonly number[];
   /** Idle time after which a conversation is closed (an inbound message then opens a new one). */
   readonly conversationIdleMs?: number;
+  /** PARLEY_BOT_FALLBACK_MS. */
+  readonly botFallbackMs?: number;
   /** The region's base address, for the `media.url` of `message.received`. */
   readonly baseUrl?: string;
 }
@@ -76,6 +78,7 @@ export class WebhookProcessor implements ProviderWebhookWorker {
         logger,
         jobs: this.jobs,
         conversationIdleMs: options.conversationIdleMs ?? 24 * 60 * 60 * 1000,
+        botFallbackMs: options.botFallbackMs ?? 120_000,
         baseUrl: options.baseUrl ?? '',
       },
     };

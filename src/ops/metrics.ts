@@ -49,6 +49,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly firstHumanReply = new Histogram({
+    name: 'parley_first_human_reply_seconds',
+    help: 'Time from a conversation handed to people to the first message a person sent in it.',
+    buckets: [5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600],
+    registers: [this.registry],
+  });
+
   constructor(region: string) {
     this.registry.setDefaultLabels({ region });
     collectDefaultMetrics({ register: this.registry, prefix: 'parley_' });
@@ -64,6 +71,18 @@ export class Metrics {
       async collect() {
         this.reset();
         for (const c of await jobs.counts()) this.set({ queue: c.queue, state: c.state }, c.count);
+      },
+    });
+  }
+
+  /** Conversations waiting for a person (open, held by people, not answered since the end user wrote), at each scrape. */
+  watchWaiting(count: () => Promise<number>): void {
+    new Gauge({
+      name: 'parley_conversations_waiting',
+      help: 'Open conversations people hold whose end user waits for an answer, across every node.',
+      registers: [this.registry],
+      async collect() {
+        this.set(await count());
       },
     });
   }

@@ -53,6 +53,7 @@ export type IdKind =
   | 'usr'
   | 'inv'
   | 'aud'
+  | 'nte'
   | 'med';
 
 /** Unguessable identifiers: a kind prefix and 22 base62 characters (about 131 random bits). */

@@ -230,6 +230,11 @@ describe.each(DIALECTS)('@parley/client against a real server (%s)', (dialect) =
     expect(opened).toBeDefined();
     const thread = await client.conversations.messages(opened?.id ?? '');
     expect(thread.data).toMatchObject([{ direction: 'inbound', text: 'hello from the sandbox' }]);
+    // The agent has no hook, so people hold the conversation already; back to the bot, then handed over.
+    const released = await client.conversations.release(opened?.id ?? '');
+    expect(released).toMatchObject({ handler: 'bot', assignee: null, handoff: null });
+    const handed = await client.conversations.handoff(opened?.id ?? '', { reason: 'asked for a human' });
+    expect(handed).toMatchObject({ handler: 'human', handoff: { reason: 'asked for a human', by: 'agent' } });
     const bad = await client.sandbox.inbound({ from: 'not a phone', text: 'x' }).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(byName.ParleyError);
     expect(bad).toMatchObject({ status: 400 });

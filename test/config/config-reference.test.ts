@@ -78,6 +78,7 @@ const PARSED: Record<string, [(c: Config) => unknown, 'postgres'?]> = {
   PARLEY_EVENT_DISABLE_AFTER_MS: [(c) => c.events.disableAfterMs],
   PARLEY_CONVERSATION_IDLE_MS: [(c) => c.conversations.idleMs],
   PARLEY_CONVERSATION_SWEEP_MS: [(c) => c.conversations.sweepMs],
+  PARLEY_BOT_FALLBACK_MS: [(c) => c.conversations.botFallbackMs],
   PARLEY_CAMPAIGN_RATE_LIMIT: [(c) => c.campaigns.rateLimit.perKey],
   PARLEY_CAMPAIGN_RATE_LIMIT_ORG: [(c) => c.campaigns.rateLimit.perOrg],
   PARLEY_NUMBER_MPS: [(c) => c.campaigns.numberMps],

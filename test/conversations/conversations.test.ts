@@ -123,6 +123,9 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
       startedAt: expect.any(Number),
       lastMessageAt: expect.any(Number),
       closedAt: null,
+      handler: 'bot',
+      assignee: null,
+      handoff: null,
     });
 
     await until(() => eventsOf(x.where, 'conversation.started').length === 1, 'conversation.started at the hook');
@@ -142,6 +145,9 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
       endUser: { id: body.endUserId, name: 'Ada Lovelace', phone: to, email },
       context: { orderId: 'A-1042', items: [1, 2] },
       messageId: body.messageId,
+      handler: 'bot',
+      assignee: null,
+      handoff: null,
     });
 
     // Again for the same phone: the open conversation is reused, the record is not overwritten.
@@ -200,6 +206,7 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
           template: { name: 'hello_world', language: 'en_US' },
           messageId: openingId,
           status: 'read',
+          sentBy: { type: 'agent' },
           createdAt: expect.any(Number),
         },
         {
@@ -218,6 +225,7 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
           text: 'It ships today',
           messageId: answer.json().messageId,
           status: 'read',
+          sentBy: { type: 'agent' },
           createdAt: expect.any(Number),
         },
       ],

@@ -645,6 +645,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
         const nav = page.getByRole('navigation', { name: 'Main' });
         for (const link of [
           'Home',
+          'Inbox',
           'Agents',
           'Conversations',
           'Campaigns',
@@ -674,7 +675,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
               (l) => (l as unknown as { getBoundingClientRect(): { height: number } }).getBoundingClientRect().height,
             ),
           );
-        expect(heights.length).toBe(8);
+        expect(heights.length).toBe(9);
         // The API reference carries Parley's name and mark (a screenshot to look at).
         await page.goto(`${base}/api/docs`);
         await page.locator('.topbar img[src^="data:image/svg+xml"]').waitFor();

@@ -427,14 +427,14 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     const [bad, events] = await Promise.all([
       runCli(['endpoint', 'create', '--org', org.id, '--url', 'ftp://example.com/x'], t.env),
       runCli(
-        ['endpoint', 'create', '--org', org.id, '--url', 'https://example.com/x', '--events', 'message.sent'],
+        ['endpoint', 'create', '--org', org.id, '--url', 'https://example.com/x', '--events', 'message.deleted'],
         t.env,
       ),
     ]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('must be http:// or https://');
     expect(events.code).toBe(1);
-    expect(events.stderr).toContain("Unknown event type 'message.sent'");
+    expect(events.stderr).toContain("Unknown event type 'message.deleted'");
   });
 
   it('after a secret rotation both secrets sign for a day', async () => {

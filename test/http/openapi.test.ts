@@ -31,7 +31,10 @@ function registeredRoutes(t: TestApp): { method: string; path: string }[] {
 const template = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
 /** Actions named by their path alone, which take no body (one sent is ignored). */
-const BODILESS_ACTIONS = new Set(['POST /api/conversations/{conversationId}/close']);
+const BODILESS_ACTIONS = new Set([
+  'POST /api/conversations/{conversationId}/close',
+  'POST /api/conversations/{conversationId}/release',
+]);
 
 describe.each(DIALECTS)('OpenAPI document (%s)', (dialect) => {
   let t: TestApp;

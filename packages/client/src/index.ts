@@ -26,6 +26,7 @@ export type Delivery = Schemas['Delivery'];
 export type CampaignWebhookRequest = Schemas['CampaignWebhookRequest'];
 export type CampaignWebhookResponse = Schemas['CampaignWebhookResponse'];
 export type SandboxInboundRequest = Schemas['SandboxInboundRequest'];
+export type HandoffRequest = Schemas['HandoffRequest'];
 
 type Query<Op extends keyof operations> = operations[Op] extends { parameters: { query?: infer Q } }
   ? NonNullable<Q>
@@ -217,6 +218,12 @@ export class ParleyClient {
       this.request({ method: 'GET', path: `/api/conversations/${enc(id)}/messages`, query, signal: options.signal }),
     close: (id: string, options: CallOptions = {}): Promise<Conversation> =>
       this.request({ method: 'POST', path: `/api/conversations/${enc(id)}/close`, signal: options.signal }),
+    /** Hands the conversation to people (the dashboard's inbox); the agent's hook hears no more messages of it until released. */
+    handoff: (id: string, body: HandoffRequest = {}, options: CallOptions = {}): Promise<Conversation> =>
+      this.request({ method: 'POST', path: `/api/conversations/${enc(id)}/handoff`, body, signal: options.signal }),
+    /** Hands the conversation back to the bot. */
+    release: (id: string, options: CallOptions = {}): Promise<Conversation> =>
+      this.request({ method: 'POST', path: `/api/conversations/${enc(id)}/release`, signal: options.signal }),
   };
 
   readonly campaigns = {

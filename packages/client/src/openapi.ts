@@ -241,6 +241,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/conversations/{conversationId}/handoff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hand a conversation to people
+         * @description The bot asks for a person: the conversation goes to the dashboard's inbox (`handler: "human"`), `conversation.handoff` is raised, and until it is released the agent's own hook gets no `message.received` for it (the organization's endpoints still do; the agent's key can still send). A conversation people hold already is answered as it is; a closed one is 400. Permission Channels or Triggers. An agent key sees only its own agent's conversations.
+         */
+        post: operations["handOffConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/conversations/{conversationId}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hand a conversation back to the bot
+         * @description People are done: the agent's hook hears the end user again (`handler: "bot"`, no assignee, no handoff) and `conversation.released` is raised. A conversation the bot holds already is answered as it is; a closed one is 400. Permission Channels or Triggers. An agent key sees only its own agent's conversations.
+         */
+        post: operations["releaseConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/campaigns/{campaignId}/webhook": {
         parameters: {
             query?: never;
@@ -1053,7 +1093,18 @@ export interface components {
          *       },
          *       "startedAt": 1795386969828,
          *       "lastMessageAt": 1795386975120,
-         *       "closedAt": null
+         *       "closedAt": null,
+         *       "handler": "human",
+         *       "assignee": {
+         *         "id": "usr_5fGh7JkL9mNp2QrS4tUv6W",
+         *         "name": "ana@example.com"
+         *       },
+         *       "handoff": {
+         *         "reason": "asked for a human",
+         *         "note": "Wants to change the delivery address.",
+         *         "by": "agent",
+         *         "at": 1795386976000
+         *       }
          *     }
          */
         Conversation: {
@@ -1076,6 +1127,26 @@ export interface components {
             lastMessageAt: number;
             /** @description ms since epoch. */
             closedAt: number | null;
+            /** @description Who answers the end user: `bot` (the agent's hook) or `human` (people, in the dashboard's inbox). */
+            handler: "bot" | "human";
+            /** @description The person the conversation is assigned to. */
+            assignee: {
+                /** @description The person of the dashboard (`usr_...`). */
+                id: string;
+                /** @description Their name as the dashboard shows it (their email address). */
+                name: string;
+            } | null;
+            /** @description The handoff that gave the conversation to people; null while the bot handles it. */
+            handoff: {
+                /** @description Why: as the agent gave it, `no_bot` (the agent has no hook), `bot_unreachable` (its hook did not answer in time) or `taken_over` (a person took it). */
+                reason: string | null;
+                /** @description A note for the people who take it, as the agent gave it. */
+                note: string | null;
+                /** @description Who handed it over: the agent (its API key), a person of the dashboard, or Parley (a fallback). */
+                by: "agent" | "user" | "parley";
+                /** @description ms since epoch. */
+                at: number;
+            } | null;
         };
         /**
          * ConversationList
@@ -1093,7 +1164,10 @@ export interface components {
          *           },
          *           "startedAt": 1795386969828,
          *           "lastMessageAt": 1795386975120,
-         *           "closedAt": null
+         *           "closedAt": null,
+         *           "handler": "bot",
+         *           "assignee": null,
+         *           "handoff": null
          *         }
          *       ],
          *       "nextCursor": null
@@ -1225,6 +1299,9 @@ export interface components {
          *       },
          *       "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
          *       "status": "read",
+         *       "sentBy": {
+         *         "type": "agent"
+         *       },
          *       "createdAt": 1795386969828
          *     }
          */
@@ -1256,6 +1333,15 @@ export interface components {
             messageId: string | null;
             /** @description Delivery status of an outbound message. */
             status?: string;
+            /** @description Who sent an outbound message. */
+            sentBy?: {
+                /** @description The agent (its API key, a trigger, a campaign), a person of the dashboard, or Parley (a holding text). */
+                type: "agent" | "user" | "parley";
+                /** @description The person (`usr_...`), when a person sent it. */
+                id?: string;
+                /** @description Their name as the dashboard shows it, when a person sent it. */
+                name?: string;
+            };
             /** @description When Parley stored it, ms since epoch. */
             createdAt: number;
         };
@@ -1279,6 +1365,9 @@ export interface components {
          *           },
          *           "messageId": "wamid.HBgLMTQxNTU1NTAxMDA",
          *           "status": "read",
+         *           "sentBy": {
+         *             "type": "agent"
+         *           },
          *           "createdAt": 1795386969828
          *         },
          *         {
@@ -1315,6 +1404,19 @@ export interface components {
             data: components["schemas"]["ConversationMessage"][];
             /** @description Pass as cursor for the next page; null on the last page. */
             nextCursor: string | null;
+        };
+        /**
+         * HandoffRequest
+         * @example {
+         *       "reason": "asked for a human",
+         *       "note": "Wants to change the delivery address of order A-1042."
+         *     }
+         */
+        HandoffRequest: {
+            /** @description Why the agent hands over (at most 200 characters). */
+            reason?: string;
+            /** @description A note for the people who take it (at most 2,000 characters). */
+            note?: string;
         };
         /**
          * CampaignWebhookRequest
@@ -3036,6 +3138,10 @@ export interface operations {
                 /** @description Only this end user's conversations. */
                 endUser?: string;
                 status?: "open" | "closed";
+                /** @description Only those the bot, or people, handle. */
+                handler?: "bot" | "human";
+                /** @description Only those assigned to this person (`usr_...`), or `none` for those assigned to nobody. */
+                assignee?: string;
                 /** @description Updated at or after this time (ms since epoch). */
                 updatedSince?: number;
                 /** @description Page size, 1 to 200. */
@@ -3136,7 +3242,18 @@ export interface operations {
                      *       },
                      *       "startedAt": 1795386969828,
                      *       "lastMessageAt": 1795386975120,
-                     *       "closedAt": null
+                     *       "closedAt": null,
+                     *       "handler": "human",
+                     *       "assignee": {
+                     *         "id": "usr_5fGh7JkL9mNp2QrS4tUv6W",
+                     *         "name": "ana@example.com"
+                     *       },
+                     *       "handoff": {
+                     *         "reason": "asked for a human",
+                     *         "note": "Wants to change the delivery address.",
+                     *         "by": "agent",
+                     *         "at": 1795386976000
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];
@@ -3311,7 +3428,248 @@ export interface operations {
                      *       },
                      *       "startedAt": 1795386969828,
                      *       "lastMessageAt": 1795386975120,
-                     *       "closedAt": null
+                     *       "closedAt": null,
+                     *       "handler": "human",
+                     *       "assignee": {
+                     *         "id": "usr_5fGh7JkL9mNp2QrS4tUv6W",
+                     *         "name": "ana@example.com"
+                     *       },
+                     *       "handoff": {
+                     *         "reason": "asked for a human",
+                     *         "note": "Wants to change the delivery address.",
+                     *         "by": "agent",
+                     *         "at": 1795386976000
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    handOffConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation ID. */
+                conversationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HandoffRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "cnv_2bYw8sKq4nLm6RtPz0XcVa",
+                     *       "agentId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
+                     *       "endUserId": "eu_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "triggerId": "order_shipped",
+                     *       "campaignId": null,
+                     *       "status": "open",
+                     *       "context": {
+                     *         "orderId": "A-1042"
+                     *       },
+                     *       "startedAt": 1795386969828,
+                     *       "lastMessageAt": 1795386975120,
+                     *       "closedAt": null,
+                     *       "handler": "human",
+                     *       "assignee": {
+                     *         "id": "usr_5fGh7JkL9mNp2QrS4tUv6W",
+                     *         "name": "ana@example.com"
+                     *       },
+                     *       "handoff": {
+                     *         "reason": "asked for a human",
+                     *         "note": "Wants to change the delivery address.",
+                     *         "by": "agent",
+                     *         "at": 1795386976000
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    releaseConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The conversation ID. */
+                conversationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "cnv_2bYw8sKq4nLm6RtPz0XcVa",
+                     *       "agentId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
+                     *       "endUserId": "eu_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "triggerId": "order_shipped",
+                     *       "campaignId": null,
+                     *       "status": "open",
+                     *       "context": {
+                     *         "orderId": "A-1042"
+                     *       },
+                     *       "startedAt": 1795386969828,
+                     *       "lastMessageAt": 1795386975120,
+                     *       "closedAt": null,
+                     *       "handler": "human",
+                     *       "assignee": {
+                     *         "id": "usr_5fGh7JkL9mNp2QrS4tUv6W",
+                     *         "name": "ana@example.com"
+                     *       },
+                     *       "handoff": {
+                     *         "reason": "asked for a human",
+                     *         "note": "Wants to change the delivery address.",
+                     *         "by": "agent",
+                     *         "at": 1795386976000
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["Conversation"];

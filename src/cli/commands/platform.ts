@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { createAgent, listAgents } from '../../agents/agent.service.js';
+import { createAgent, listAgents, setHoldingText } from '../../agents/agent.service.js';
 import { CLI_ACTOR } from '../../audit/audit.service.js';
 import { migrateToLatest } from '../../db/database.js';
 import { PERMISSION_LABELS, SCOPE_LABELS } from '../../keys/index.js';
@@ -13,7 +13,7 @@ import {
 } from '../../orgs/org.service.js';
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
-import { action, dbOptions, parseList } from '../run.js';
+import { action, dbOptions, fail, parseList } from '../run.js';
 
 export function registerPlatformCommands(program: Command): void {
   dbOptions(program.command('migrate').description('bring the region database up to date')).action(
@@ -140,6 +140,29 @@ export function registerPlatformCommands(program: Command): void {
                 ['ID', 'NAME'],
                 agents.map((a) => [a.id, a.name]),
               ),
+            );
+        });
+      }),
+    );
+
+  dbOptions(agent.command('update').description("change an agent's settings"))
+    .requiredOption('--org <id>', 'organization ID')
+    .requiredOption('--id <id>', 'agent ID')
+    .option(
+      '--holding-text <text>',
+      'free text sent to the end user when Parley hands a conversation to people (the agent has no hook, or its hook does not answer); "" removes it',
+    )
+    .action(
+      action(async (flags: DbFlags & { org: string; id: string; holdingText?: string }) => {
+        if (flags.holdingText === undefined) fail('nothing to change: give --holding-text');
+        await withAdmin(flags, async ({ database }) => {
+          const updated = await setHoldingText(database.db, flags.org, flags.id, flags.holdingText ?? null);
+          if (flags.json) printJson({ id: updated.id, name: updated.name, holdingText: updated.holdingText });
+          else
+            print(
+              updated.holdingText === null
+                ? `agent ${updated.id} has no holding text`
+                : `agent ${updated.id} holding text: ${updated.holdingText}`,
             );
         });
       }),

@@ -76,4 +76,48 @@
   });
   document.addEventListener('DOMContentLoaded', function () { openDialogs(document); focusableScrollers(document); });
   document.addEventListener('htmx:afterSwap', function (event) { openDialogs(event.target); focusableScrollers(event.target); });
+
+  /* ---- The inbox: live updates, the thread at its newest, Enter sends ---- */
+  /** Every live part of the page reads itself again (hx-trigger "inbox-refresh from:body"). */
+  function refreshLive() { if (window.htmx) window.htmx.trigger(document.body, 'inbox-refresh'); }
+  var opened = [];
+  // A stream opened again (the browser's own retry, or the SSE extension's) may have missed
+  // changes: the page catches up. A stream whose session ended reloads the page (to sign in).
+  document.addEventListener('htmx:sseOpen', function (event) {
+    var source = event.detail && event.detail.source;
+    if (source && !source.parleyWired) {
+      source.parleyWired = true;
+      source.addEventListener('signedout', function () { window.location.reload(); });
+    }
+    if (opened.indexOf(event.target) >= 0) refreshLive();
+    else opened.push(event.target);
+  });
+  // No server-sent events in this browser: the live parts are read again every 5 seconds instead.
+  if (typeof window.EventSource === 'undefined') {
+    setInterval(function () { if (document.querySelector('[data-live-stream]')) refreshLive(); }, 5000);
+  }
+  function threadsAtNewest(root) {
+    var boxes = root.querySelectorAll ? root.querySelectorAll('.thread-scroll') : [];
+    if (root.classList && root.classList.contains('thread-scroll')) boxes = [root];
+    for (var i = 0; i < boxes.length; i++) boxes[i].scrollTop = boxes[i].scrollHeight;
+  }
+  document.addEventListener('DOMContentLoaded', function () { threadsAtNewest(document); });
+  document.addEventListener('htmx:afterSettle', function (event) {
+    var elt = event.detail && event.detail.elt;
+    if (!elt) return;
+    threadsAtNewest(elt);
+    // After a reply is sent, the new (empty) box has the focus again.
+    if (elt.id === 'inbox-composer' && event.detail.requestConfig && event.detail.requestConfig.verb === 'post') {
+      var box = document.getElementById('reply') || document.getElementById('template');
+      if (box) box.focus();
+    }
+  });
+  // Enter sends the reply; Shift+Enter is a new line (as is Enter while composing with an IME).
+  document.addEventListener('keydown', function (event) {
+    var box = event.target;
+    if (!(box instanceof HTMLTextAreaElement) || !box.hasAttribute('data-enter-sends')) return;
+    if (event.key !== 'Enter' || event.shiftKey || event.isComposing) return;
+    event.preventDefault();
+    if (box.value.trim() && box.form) box.form.requestSubmit();
+  });
 })();

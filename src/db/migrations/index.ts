@@ -21,6 +21,7 @@ import { invitations } from './0018-invitations.js';
 import { listIndexes } from './0019-list-indexes.js';
 import { idempotencyClaimToken } from './0020-idempotency-claim-token.js';
 import { media } from './0022-media.js';
+import { peopleInTheLoop } from './0036-people-in-the-loop.js';
 
 export type { MigrationDeps, Sealer } from './0017-sealed-endpoint-secrets.js';
 
@@ -51,6 +52,7 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0019-list-indexes': listIndexes,
     '0020-idempotency-claim-token': idempotencyClaimToken,
     '0022-media': media,
+    '0036-people-in-the-loop': peopleInTheLoop,
   };
 }
 
