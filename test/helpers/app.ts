@@ -10,6 +10,7 @@ import { buildApp } from '../../src/http/app.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { seedFromTemplate } from './templates.js';
 
 export type TestDialect = 'sqlite' | 'postgres';
 
@@ -72,6 +73,7 @@ export async function createTestApp(dialect: TestDialect, options: TestAppOption
   const config = loadConfig({}, env);
   const region = config.regions[0];
   if (!region) throw new Error('no region');
+  if (!options.shareWith) await seedFromTemplate(region.database, config.jobs.leaseMs);
   const ctx = await createContext(config, region, {
     logger: createLogger(config),
     ...(options.clock ? { clock: options.clock } : {}),
