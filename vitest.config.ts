@@ -2,6 +2,8 @@ import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import { LongestFirst } from './test/sequencer.js';
 
+const FORKS = Math.max(2, availableParallelism() + 1);
+
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
@@ -18,8 +20,10 @@ export default defineConfig({
         // PostgreSQL schema missing at migration that two at once once met was Kysely's
         // introspection reading every schema of the database, another file's among them as it was
         // dropped (src/db/schema-introspector.ts).
-        maxForks: Math.max(2, availableParallelism() + 1),
-        minForks: 1,
+        maxForks: FORKS,
+        // As many kept as started: a fork beyond the minimum is ended once idle, and ending a fork
+        // that has run files with isolation off fails the run ("Terminating worker thread").
+        minForks: FORKS,
       },
     },
     sequence: { sequencer: LongestFirst },

@@ -67,7 +67,8 @@ export async function createProbeApp(dialect: TestDialect, options: ProbeOptions
   const config = loadConfig({}, env);
   const region = config.regions[0];
   if (!region) throw new Error('no region');
-  await seedFromTemplate(region.database, config.jobs.leaseMs);
+  if (!options.env?.PARLEY_DATA_DIR && !options.env?.PARLEY_PG_SCHEMA)
+    await seedFromTemplate(region.database, config.jobs.leaseMs);
   const ctx = await createContext(config, region, {
     logger: options.logger ?? createLogger(config),
     ...(options.clock ? { clock: options.clock } : {}),

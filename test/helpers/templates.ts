@@ -1,4 +1,5 @@
 import { copyFileSync, existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
 import type { DatabaseConfig } from '../../src/config.js';
@@ -19,7 +20,10 @@ declare module 'vitest' {
 export async function seedFromTemplate(database: DatabaseConfig, leaseMs: number): Promise<void> {
   const templates = inject('parleyTemplates') ?? {};
   if (database.kind === 'sqlite') {
-    if (templates.sqlite && !existsSync(database.file)) copyFileSync(templates.sqlite, database.file);
+    // Only into a folder already there: making the data folder is Parley's to do (and to test).
+    if (templates.sqlite && existsSync(dirname(database.file)) && !existsSync(database.file)) {
+      copyFileSync(templates.sqlite, database.file);
+    }
     return;
   }
   const template = templates.postgres;
