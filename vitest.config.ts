@@ -8,6 +8,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
+    setupFiles: ['test/setup-fork.ts'],
     pool: 'forks',
     // A fork runs file after file in one process (no fresh process and module graph per file, a
     // second of CPU each): a file closes what it opens (apps, servers, timers) and leaves no global
