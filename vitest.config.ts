@@ -2,7 +2,8 @@ import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import { LongestFirst } from './test/sequencer.js';
 
-const FORKS = Math.max(2, availableParallelism() + 1);
+/** Files at once: one more than cores, two at least (TEST_FORKS to choose). */
+const FORKS = Number(process.env.TEST_FORKS) || Math.max(2, availableParallelism() + 1);
 
 export default defineConfig({
   test: {

@@ -37,6 +37,9 @@ export class LongestFirst extends BaseSequencer {
       return i < 0 ? LONG_FILES.length : i;
     };
     // Stable: the rest keep Vitest's order.
-    return sorted.map((spec, i) => ({ spec, i })).sort((a, b) => rank(a.spec) - rank(b.spec) || a.i - b.i).map((x) => x.spec);
+    return sorted
+      .map((spec, i) => ({ spec, i }))
+      .sort((a, b) => rank(a.spec) - rank(b.spec) || a.i - b.i)
+      .map((x) => x.spec);
   }
 }
