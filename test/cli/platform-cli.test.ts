@@ -331,7 +331,8 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
         regionEnv[`PARLEY_PG_SCHEMA_${r.toUpperCase()}`] = schema;
       }
     }
-    const server = await startServe(['--regions', 'us,eu,in,qa', '--port', String(first)], regionEnv);
+    // Four databases migrated from empty before the ready line: more than one server's 30 s on a busy machine.
+    const server = await startServe(['--regions', 'us,eu,in,qa', '--port', String(first)], regionEnv, 90_000);
     try {
       expect(server.ready.regions.map((r) => [r.region, r.url])).toEqual(
         ['us', 'eu', 'in', 'qa'].map((r, i) => [r, `http://127.0.0.1:${first + i}`]),
