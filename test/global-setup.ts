@@ -2,6 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { TestProject } from 'vitest/node';
+import { buildTemplates } from './helpers/template-build.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -30,9 +32,10 @@ function upToDate(output: string, inputs: readonly string[]): boolean {
  * Type errors do not stop the suite (tsc still emits; `npm run typecheck` is where they fail):
  * only a build that produced no CLI does. The client package is built too, so it is imported by
  * its name (`@parley/client`) as users import it. Either build is skipped when it is newer than
- * its sources and settings.
+ * its sources and settings. Then the migrated database templates test apps start from
+ * (test/helpers/template-build.ts), handed to the test files as `parleyTemplates`.
  */
-export default function setup(): void {
+export default async function setup(project: TestProject): Promise<() => void> {
   const tsc = fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url));
   const settings = ['tsconfig.json', 'tsconfig.build.json', 'package.json'];
   if (!upToDate('dist/cli/main.js', ['src', ...settings])) {
@@ -49,4 +52,8 @@ export default function setup(): void {
     });
     if (client.status !== 0) throw new Error(`the client package did not build:\n${client.stdout}${client.stderr}`);
   }
+  // The migrated databases every test app starts from (test/helpers/templates.ts).
+  const { templates, dispose } = await buildTemplates(process.env.DATABASE_URL);
+  project.provide('parleyTemplates', templates);
+  return dispose;
 }

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, DIALECTS, type TestApp } from '../helpers/app.js';
 import { makeCampaignTenant, phones, postRecipients } from '../helpers/campaigns.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, runCliProcess } from '../helpers/cli.js';
 import { makeAgent, makeOrg } from '../helpers/factories.js';
 import { call } from '../helpers/http.js';
 
@@ -109,7 +109,11 @@ describe.each(DIALECTS)('parley campaign (%s)', (dialect) => {
       expect(before.statusCode).toBe(200);
       expect(before.json().counts.queued).toBe(3);
 
-      const removed = await runCli(['campaign', 'remove', '--org', c.org.id, '--id', c.campaign.id, '--json'], app.env);
+      // The real binary, as users run it (the other commands run in a thread: test/helpers/cli.ts).
+      const removed = await runCliProcess(
+        ['campaign', 'remove', '--org', c.org.id, '--id', c.campaign.id, '--json'],
+        app.env,
+      );
       expect(removed.code, removed.stderr).toBe(0);
       expect(removed.json()).toEqual({ id: c.campaign.id, name: 'Spring launch', removed: true, keys: 1, unsent: 3 });
 

@@ -149,7 +149,9 @@ describe.each(DIALECTS)('campaign delivery (%s)', (dialect) => {
   }, 90_000);
 
   it('a restart in the middle of a 1,000-recipient campaign ends with 1,000 deliveries, each sent once', async () => {
-    const env = { PARLEY_NUMBER_MPS: '150' };
+    // A send to the sandbox (in this process) waits up to a minute for its answer: on a starved
+    // machine a 10 s wait can pass, and a send whose outcome is unknown is never resent.
+    const env = { PARLEY_NUMBER_MPS: '150', PARLEY_PROVIDER_TIMEOUT_MS: '60000' };
     const first = await createMessagingApp(dialect, { env });
     let second: TestApp | undefined;
     try {
@@ -162,7 +164,7 @@ describe.each(DIALECTS)('campaign delivery (%s)', (dialect) => {
         recipients.map((to) => ({ to })),
       );
       expect(res.json().accepted).toBe(1000);
-      await until(async () => (await handed(first, c.campaign.id, c.campaignKey.auth)) >= 200, '200 sends');
+      await until(async () => (await handed(first, c.campaign.id, c.campaignKey.auth)) >= 200, '200 sends', 90_000);
       // The server stops mid-campaign; a new one starts on the same data.
       await first.app.close();
       await first.ctx.close();

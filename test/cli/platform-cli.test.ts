@@ -10,7 +10,7 @@ import { dropPostgresSchema } from '../../src/db/database.js';
 import { migrations } from '../../src/db/migrations/index.js';
 import { parseKey } from '../../src/keys/key-format.js';
 import { createTestApp, DIALECTS, PG_URL, type TestApp } from '../helpers/app.js';
-import { freePort, freePortRange, runCli, startServe } from '../helpers/cli.js';
+import { freePort, freePortRange, runCli, runCliProcess, startServe } from '../helpers/cli.js';
 
 interface KeyRow {
   id: string;
@@ -198,7 +198,8 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
         ? { ...env, PARLEY_PG_SCHEMA: `t_mig_${Date.now().toString(36)}` }
         : { ...env, PARLEY_DATA_DIR: mkdtempSync(join(tmpdir(), 'parley-migrate-')) };
     try {
-      const first = await runCli(['migrate', '--json'], fresh);
+      // The real binary, as users run it (the other commands run in a thread: test/helpers/cli.ts).
+      const first = await runCliProcess(['migrate', '--json'], fresh);
       expect(first.code, first.stderr).toBe(0);
       expect(first.json()).toEqual({ region: 'us', applied: Object.keys(migrations) });
       const again = await runCli(['migrate', '--json'], fresh);
@@ -330,7 +331,8 @@ describe.each(DIALECTS)('parley CLI (%s)', (dialect) => {
         regionEnv[`PARLEY_PG_SCHEMA_${r.toUpperCase()}`] = schema;
       }
     }
-    const server = await startServe(['--regions', 'us,eu,in,qa', '--port', String(first)], regionEnv);
+    // Four databases migrated from empty before the ready line: more than one server's 30 s on a busy machine.
+    const server = await startServe(['--regions', 'us,eu,in,qa', '--port', String(first)], regionEnv, 90_000);
     try {
       expect(server.ready.regions.map((r) => [r.region, r.url])).toEqual(
         ['us', 'eu', 'in', 'qa'].map((r, i) => [r, `http://127.0.0.1:${first + i}`]),
@@ -491,7 +493,11 @@ describe('parley CLI: arguments and refusals (sqlite)', () => {
 
   it('--version prints the software version; help marks required options and shows an example', async () => {
     const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-    const [version, help] = await Promise.all([cli('--version'), cli('trigger', 'create', '--help')]);
+    // The real binary: commander ends the process itself for these.
+    const [version, help] = await Promise.all([
+      runCliProcess(['--version'], env),
+      runCliProcess(['trigger', 'create', '--help'], env),
+    ]);
     expect(version.code).toBe(0);
     expect(version.stdout.trim()).toBe(pkg.version);
     expect(help.code).toBe(0);
@@ -504,7 +510,7 @@ describe('parley CLI: arguments and refusals (sqlite)', () => {
 
   it('every missing required option is reported at once', async () => {
     const [res, campaign] = await Promise.all([
-      cli('trigger', 'create', '--org', 'org_x'),
+      runCliProcess(['trigger', 'create', '--org', 'org_x'], env),
       cli('campaign', 'create', '--org', 'org_x', '--name', 'Spring'),
     ]);
     expect(res.code).not.toBe(0);

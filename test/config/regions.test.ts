@@ -166,7 +166,8 @@ describe.each(DIALECTS)('four regions in one process (%s)', (dialect) => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'parley-regions-'));
     firstPort = await freePortRange(4);
-    const env: Record<string, string> = { LOG_LEVEL: 'silent' };
+    // Password hashes at 2^12, as createTestApp's: the dashboard test signs in sixteen times.
+    const env: Record<string, string> = { LOG_LEVEL: 'silent', PARLEY_PASSWORD_HASH_COST: '12' };
     for (const r of REGIONS) env[`PARLEY_BASE_URL_${r.toUpperCase()}`] = BASES[r];
     if (dialect === 'postgres' && PG_URL) {
       Object.assign(env, { DATABASE_URL: PG_URL }, PG_SECRETS);

@@ -1,31 +1,22 @@
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCampaign } from '../../src/campaigns/campaign.service.js';
-import { listConversations } from '../../src/conversations/index.js';
 import { createEndUser } from '../../src/end-users/end-user.service.js';
-import { createEndpoint } from '../../src/events/endpoint.service.js';
-import { listKeys } from '../../src/keys/key.service.js';
 import { assignNumber } from '../../src/numbers/number.service.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { CHROMIUM, HAVE_CHROMIUM, IN_CI, launchChromium } from '../helpers/browser.js';
-import { makeCampaignTenant, phones, postRecipients } from '../helpers/campaigns.js';
-import { ROOT } from '../helpers/cli.js';
-import { makeUser, PASSWORD } from '../helpers/dashboard.js';
+import { check, DESKTOP, KEYS, SHOTS, signIn as signInAt } from '../helpers/browser-checks.js';
+import { makeUser } from '../helpers/dashboard.js';
 import { makeAgent, makeKey, makeOrg } from '../helpers/factories.js';
-import { makeNumber, sandboxInbound } from '../helpers/messaging.js';
+import { makeNumber } from '../helpers/messaging.js';
 import { until } from '../helpers/wait.js';
 
 /**
  * The dashboard in a real browser: Debian's chromium driven by playwright-core. In CI (CI=true)
- * a missing chromium fails the run; elsewhere the file is skipped with a message.
+ * a missing chromium fails the run; elsewhere the file is skipped with a message. Every page at
+ * both sizes: browser-pages.test.ts (a file of its own, so that another fork runs it meanwhile).
  */
-const SHOTS = join(ROOT, 'test-output', 'screenshots');
-const KEYS = '/dashboard/settings/integrations/api-keys';
-const DESKTOP = { viewport: { width: 1280, height: 800 } };
-const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 3 };
 
 if (!HAVE_CHROMIUM && !IN_CI) {
   process.stderr.write(
@@ -54,101 +45,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
     await t?.close();
   });
 
-  /**
-   * What a person sees fits the screen: nothing runs past the viewport's right edge (tables scroll
-   * in their own box), and every button of an open dialog is inside the viewport. At desktop width
-   * no table needs its scroll box either.
-   */
-  async function checkFit(page: Page, name: string) {
-    // The emulated screen's width: on a phone, innerWidth grows with content that overflows.
-    const viewport = page.viewportSize()?.width ?? 0;
-    const fit = await page.evaluate((viewport) => {
-      // Runs in the page (this file is typed for Node, without the DOM's types).
-      type Rect = { left: number; right: number; top: number; bottom: number; width: number; height: number };
-      type El = {
-        tagName: string;
-        textContent: string | null;
-        scrollWidth: number;
-        clientWidth: number;
-        getBoundingClientRect(): Rect;
-        querySelectorAll(s: string): Iterable<El>;
-      };
-      const w = globalThis as unknown as {
-        innerHeight: number;
-        document: { documentElement: El; querySelectorAll(s: string): Iterable<El> };
-      };
-      const doc = w.document;
-      const buttons: string[] = [];
-      for (const dialog of doc.querySelectorAll('dialog[open]')) {
-        for (const b of dialog.querySelectorAll('button, [role="button"], summary')) {
-          const r = b.getBoundingClientRect();
-          if (r.width === 0 && r.height === 0) continue;
-          if (r.left < 0 || r.top < 0 || r.right > viewport + 0.5 || r.bottom > w.innerHeight + 0.5) {
-            buttons.push(`${(b.textContent ?? '').trim()} at ${Math.round(r.left)},${Math.round(r.top)}`);
-          }
-        }
-      }
-      const wide = [...doc.querySelectorAll('.table-scroll')]
-        .filter((e) => e.scrollWidth > e.clientWidth + 1)
-        .map(
-          (e) =>
-            `${[...e.querySelectorAll('caption')][0]?.textContent ?? 'table'}: ${e.scrollWidth} > ${e.clientWidth}`,
-        );
-      return {
-        page: doc.documentElement.scrollWidth,
-        viewport,
-        buttons,
-        wide,
-        unwrapped: [...doc.querySelectorAll('table')].filter(
-          (t) =>
-            !(
-              t as unknown as { parentElement: { classList: { contains(c: string): boolean } } }
-            ).parentElement.classList.contains('table-scroll'),
-        ).length,
-      };
-    }, viewport);
-    expect(fit.page, `width of ${name}`).toBeLessThanOrEqual(fit.viewport);
-    expect(fit.buttons, `dialog buttons of ${name} inside the screen`).toEqual([]);
-    expect(fit.unwrapped, `tables of ${name} outside a .table-scroll`).toBe(0);
-    if (fit.viewport >= 1024) expect(fit.wide, `tables of ${name} at ${fit.viewport} px`).toEqual([]);
-  }
-
-  /** No serious or critical accessibility violation on the page as it is now; it fits; and a screenshot of it. */
-  async function check(page: Page, name: string) {
-    // caret: 'initial', or Playwright injects a style the page's CSP (rightly) refuses.
-    // scale 'css': one pixel per CSS pixel, so that a phone's (device scale 3) shot stays quick to take.
-    // Clipped to the screen's width: what lies beyond it is what checkFit refuses.
-    const width = page.viewportSize()?.width ?? 1280;
-    const height = await page.evaluate(
-      () =>
-        (globalThis as unknown as { document: { documentElement: { scrollHeight: number } } }).document.documentElement
-          .scrollHeight,
-    );
-    await page.screenshot({
-      path: join(SHOTS, `${name}.png`),
-      fullPage: true,
-      clip: { x: 0, y: 0, width, height },
-      caret: 'initial',
-      scale: 'css',
-    });
-    const results = await new AxeBuilder({ page }).analyze();
-    const bad = results.violations
-      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-      .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-    expect(bad, `accessibility of ${name}`).toEqual([]);
-    await checkFit(page, name);
-  }
-
-  async function signIn(page: Page, email: string) {
-    await page.goto(`${base}/dashboard`);
-    await expect.poll(() => new URL(page.url()).pathname).toBe('/dashboard/login');
-    await page.getByLabel('Email').fill(email);
-    await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    // A sign-in lands on the organization's home page.
-    await expect.poll(() => new URL(page.url()).pathname).toBe('/dashboard');
-    await page.getByRole('link', { name: /open conversations?/ }).waitFor();
-  }
+  const signIn = (page: Page, email: string) => signInAt(base, page, email);
 
   /** Signs out through the account menu. */
   async function signOut(page: Page) {
@@ -560,143 +457,4 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard in a browser', () => {
     expect(errors).toEqual([]);
     await context.close();
   }, 120_000);
-  it('fits every page at 1280×800 and on a phone; links open their dialogs with JavaScript and without', async () => {
-    const { ctx } = t;
-    const tenant = await makeCampaignTenant(ctx);
-    const { org, agent } = tenant;
-    const owner = await makeUser(ctx, org.id, 'owner');
-    await createEndpoint(ctx, {
-      orgId: org.id,
-      agentId: agent.id,
-      url: 'https://bot.example.com/parley/hook',
-    });
-    await createEndUser(ctx.db, ctx.clock, org.id, {
-      origin: 'manual',
-      name: 'Ada Lovelace',
-      email: 'ada@example.com',
-    });
-    const campaignKey = (await listKeys(ctx.db, org.id)).find((k) => k.campaignId === tenant.campaign.id);
-    const orgKey = (await listKeys(ctx.db, org.id)).find((k) => k.scope === 'organization');
-    expect(
-      await postRecipients(
-        t,
-        tenant.campaign.id,
-        tenant.campaignKey.auth,
-        phones(3).map((to) => ({ to })),
-      ),
-    ).toMatchObject({ statusCode: 202 });
-    expect((await sandboxInbound(t, tenant.agentKey.auth, '+14155550177', 'Is my parcel on its way?')).statusCode).toBe(
-      200,
-    );
-    let conversationId = '';
-    await until(async () => {
-      conversationId = (await listConversations(ctx.db, { orgId: org.id, agentId: null }, {})).data[0]?.id ?? '';
-      return conversationId !== '';
-    }, 'the conversation');
-
-    const campaign = `/dashboard/campaigns/${tenant.campaign.id}`;
-    /** Every page, and every dialog a link opens: [name, address, the dialog it shows]. */
-    const pages: [string, string, string?][] = [
-      ['home', '/dashboard'],
-      ['keys', KEYS],
-      ['keys-create', `${KEYS}?create=1`, 'Create API key'],
-      ['keys-revoke', `${KEYS}?revoke=${orgKey?.id}`, `Revoke API key ${orgKey?.label}?`],
-      ['agents', '/dashboard/agents'],
-      ['conversations', '/dashboard/conversations'],
-      ['thread', `/dashboard/conversations/${conversationId}`],
-      ['campaigns', '/dashboard/campaigns'],
-      ['campaign', campaign],
-      ['campaign-key', `${campaign}?create=1`, 'Create campaign key'],
-      ['campaign-revoke', `${campaign}?revoke=${campaignKey?.id}`, `Revoke API key ${campaignKey?.label}?`],
-      ['campaign-remove', `${campaign}?remove=1`, `Remove campaign ${tenant.campaign.name}?`],
-      ['end-users', '/dashboard/end-users'],
-      ['audit', '/dashboard/audit'],
-      ['settings', '/dashboard/settings'],
-      ['not-found', '/dashboard/nope'],
-    ];
-
-    for (const [size, options] of [
-      ['desktop', DESKTOP],
-      ['phone', PHONE],
-    ] as const) {
-      const context = await browser.newContext(options);
-      const page = await context.newPage();
-      const errors: string[] = [];
-      page.on('pageerror', (err) => errors.push(err.message));
-      page.on('console', (msg) => {
-        // The missing page answers 404 on purpose.
-        if (msg.type() === 'error' && !/status of 404/.test(msg.text())) errors.push(msg.text());
-      });
-      await page.goto(`${base}/dashboard/login`);
-      await check(page, `${size}-login`);
-      await signIn(page, owner.email);
-      for (const [name, address, dialog] of pages) {
-        const answer = await page.goto(`${base}${address}`);
-        expect(answer?.status(), address).toBe(name === 'not-found' ? 404 : 200);
-        if (dialog) await page.getByRole('dialog', { name: dialog }).waitFor();
-        await check(page, `${size}-${name}`);
-      }
-      expect(await page.getByRole('heading', { name: 'Not found', level: 1 }).count()).toBe(1);
-
-      if (size === 'phone') {
-        // The pages are in a menu: it opens, and every page of it is on the screen and reachable.
-        const menu = page.locator('details.page-menu');
-        await menu.locator('summary').tap();
-        const nav = page.getByRole('navigation', { name: 'Main' });
-        for (const link of [
-          'Home',
-          'Inbox',
-          'Agents',
-          'Conversations',
-          'Campaigns',
-          'End users',
-          'People',
-          'Audit log',
-          'Settings',
-        ]) {
-          const box = await nav.getByRole('link', { name: link, exact: true }).boundingBox();
-          expect(box && box.x >= 0 && box.x + box.width <= 390 && box.y + box.height <= 844, link).toBe(true);
-        }
-        await check(page, 'phone-menu');
-        await nav.getByRole('link', { name: 'Agents', exact: true }).tap();
-        await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
-        // The account menu: who is signed in, and Sign out, on the screen.
-        await page.locator('details.account > summary').tap();
-        const signOutBox = await page.getByRole('button', { name: 'Sign out' }).boundingBox();
-        expect(signOutBox && signOutBox.x >= 0 && signOutBox.x + signOutBox.width <= 390).toBe(true);
-        await check(page, 'phone-account-menu');
-      } else {
-        // At 1280 px every page of the navigation fits on its own line.
-        const heights = await page
-          .getByRole('navigation', { name: 'Main' })
-          .getByRole('link')
-          .evaluateAll((links) =>
-            links.map(
-              (l) => (l as unknown as { getBoundingClientRect(): { height: number } }).getBoundingClientRect().height,
-            ),
-          );
-        expect(heights.length).toBe(9);
-        // The API reference carries Parley's name and mark (a screenshot to look at).
-        await page.goto(`${base}/api/docs`);
-        await page.locator('.topbar img[src^="data:image/svg+xml"]').waitFor();
-        expect(await page.title()).toBe('Parley API reference');
-        await page.screenshot({ path: join(SHOTS, 'desktop-api-reference.png'), caret: 'initial', scale: 'css' });
-        expect(Math.max(...heights)).toBeLessThan(1.6 * Math.min(...heights));
-      }
-      expect(errors, size).toEqual([]);
-      await context.close();
-    }
-
-    // Without JavaScript, the same links show their dialogs too (the server renders them open).
-    const noScript = await browser.newContext({ ...PHONE, javaScriptEnabled: false });
-    const page = await noScript.newPage();
-    await signIn(page, owner.email);
-    for (const [name, address, dialog] of pages) {
-      if (!dialog) continue;
-      await page.goto(`${base}${address}`);
-      await page.getByRole('dialog', { name: dialog }).waitFor();
-      await checkFit(page, `no-script ${name}`);
-    }
-    await noScript.close();
-  }, 300_000);
 });

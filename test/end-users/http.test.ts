@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { searchKey } from '../../src/end-users/normalize.js';
 import { newId } from '../../src/shared/ids.js';
 import { createTestApp, DIALECTS, type TestApp } from '../helpers/app.js';
-import { CLI_ENTRY, inCliSlot } from '../helpers/cli.js';
+import { CLI_ENTRY, runCli } from '../helpers/cli.js';
 import { expectDocumentedResponse, fromFetch } from '../helpers/contract.js';
 import { makeOrg, makeTenant } from '../helpers/factories.js';
 
@@ -22,32 +22,12 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return base;
 }
 
-/** Runs `parley` from source against the test app's database. */
+/** Runs `parley` against the test app's database (in a thread; the terminal test below spawns it). */
 function parley(
   args: string[],
   env: Record<string, string>,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const base = cleanEnv();
-  return inCliSlot(
-    () =>
-      new Promise((resolve, reject) => {
-        const child = spawn(process.execPath, [...CLI_ENTRY, ...args], {
-          cwd: ROOT,
-          env: { ...base, NODE_NO_WARNINGS: '1', ...env },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout.on('data', (d: Buffer) => {
-          stdout += d.toString();
-        });
-        child.stderr.on('data', (d: Buffer) => {
-          stderr += d.toString();
-        });
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code, stdout, stderr }));
-      }),
-  );
+  return runCli(args, env);
 }
 
 describe.each(DIALECTS)('end users over real HTTP and the CLI (%s)', (dialect) => {

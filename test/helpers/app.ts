@@ -10,6 +10,7 @@ import { buildApp } from '../../src/http/app.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { seedFromTemplate } from './templates.js';
 
 export type TestDialect = 'sqlite' | 'postgres';
 
@@ -72,6 +73,10 @@ export async function createTestApp(dialect: TestDialect, options: TestAppOption
   const config = loadConfig({}, env);
   const region = config.regions[0];
   if (!region) throw new Error('no region');
+  // A database of its own, where the test chose no folder or schema: a copy of the migrated template.
+  if (!options.shareWith && !options.env?.PARLEY_DATA_DIR && !options.env?.PARLEY_PG_SCHEMA) {
+    await seedFromTemplate(region.database, config.jobs.leaseMs);
+  }
   const ctx = await createContext(config, region, {
     logger: createLogger(config),
     ...(options.clock ? { clock: options.clock } : {}),

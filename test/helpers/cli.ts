@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { runInThread } from './cli-thread.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** How tests run the `parley` command: the build, which test/global-setup.ts makes before the suite. */
@@ -52,13 +53,58 @@ export async function inCliSlot<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Runs the real `parley` command (the build) and collects its output. */
+/**
+ * Commands `runCli` always runs as a process: the servers (`serve`, and `sandbox` unless a
+ * subcommand follows), which listen, log and wait for signals as a process does.
+ */
+function mustSpawn(args: readonly string[]): boolean {
+  const [command, sub] = args;
+  return command === 'serve' || (command === 'sandbox' && (sub === undefined || sub.startsWith('-')));
+}
+
+/** TEST_CLI=process: every `runCli` spawns the real binary (a run of the suite as users run `parley`). */
+const ALWAYS_SPAWN = process.env.TEST_CLI === 'process';
+
+/**
+ * Runs the `parley` command (the build) with `env` as its whole environment (see `childEnv`) and
+ * collects its output. It runs in a thread that keeps the CLI loaded (test/helpers/cli-thread.ts):
+ * the same program, some milliseconds instead of a process's second. A command that must be the
+ * real binary (its start, its exit, Node's own handling) uses `runCliProcess`.
+ */
 export function runCli(
   args: readonly string[],
   env: Record<string, string>,
   timeoutMs = CLI_TIMEOUT_MS,
 ): Promise<CliResult> {
+  if (ALWAYS_SPAWN || mustSpawn(args)) return runCliProcess(args, env, timeoutMs);
+  return inCliSlot(async () => {
+    const { code, stdout, stderr } = await runInThread(args, childEnv(env), timeoutMs);
+    return cliResult(args, code, stdout, stderr);
+  });
+}
+
+/** Runs the real `parley` binary (the build) as a process of its own and collects its output. */
+export function runCliProcess(
+  args: readonly string[],
+  env: Record<string, string>,
+  timeoutMs = CLI_TIMEOUT_MS,
+): Promise<CliResult> {
   return inCliSlot(() => spawnCli(args, env, timeoutMs));
+}
+
+function cliResult(args: readonly string[], code: number | null, stdout: string, stderr: string): CliResult {
+  return {
+    code,
+    stdout,
+    stderr,
+    json<T>() {
+      try {
+        return JSON.parse(stdout) as T;
+      } catch {
+        throw new Error(`parley ${args.join(' ')} did not print JSON.\nstdout: ${stdout}\nstderr: ${stderr}`);
+      }
+    },
+  };
 }
 
 function spawnCli(args: readonly string[], env: Record<string, string>, timeoutMs: number): Promise<CliResult> {
@@ -83,18 +129,7 @@ function spawnCli(args: readonly string[], env: Record<string, string>, timeoutM
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
-      resolve({
-        code,
-        stdout,
-        stderr,
-        json<T>() {
-          try {
-            return JSON.parse(stdout) as T;
-          } catch {
-            throw new Error(`parley ${args.join(' ')} did not print JSON.\nstdout: ${stdout}\nstderr: ${stderr}`);
-          }
-        },
-      });
+      resolve(cliResult(args, code, stdout, stderr));
     });
   });
 }

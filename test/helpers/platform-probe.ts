@@ -23,6 +23,7 @@ import { AppError } from '../../src/shared/errors.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { PG_SECRETS, PG_URL, type TestApp, type TestDialect } from './app.js';
+import { seedFromTemplate } from './templates.js';
 
 export const PROBE_CODED = '/api/__probe/coded';
 export const PROBE_CHANNEL = '/api/channels/__probe';
@@ -66,6 +67,8 @@ export async function createProbeApp(dialect: TestDialect, options: ProbeOptions
   const config = loadConfig({}, env);
   const region = config.regions[0];
   if (!region) throw new Error('no region');
+  if (!options.env?.PARLEY_DATA_DIR && !options.env?.PARLEY_PG_SCHEMA)
+    await seedFromTemplate(region.database, config.jobs.leaseMs);
   const ctx = await createContext(config, region, {
     logger: options.logger ?? createLogger(config),
     ...(options.clock ? { clock: options.clock } : {}),

@@ -5,7 +5,7 @@ import { createJobRunner } from '../../src/jobs/jobs.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { createTestApp, DIALECTS, type TestApp } from '../helpers/app.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, runCliProcess } from '../helpers/cli.js';
 import { until } from '../helpers/wait.js';
 
 describe.each(DIALECTS)('job runner (%s)', (dialect) => {
@@ -250,7 +250,8 @@ describe.each(DIALECTS)('job runner (%s)', (dialect) => {
       { id, queue, attempts: 3, error: 'downstream refused attempt 3', failedAt: expect.any(Number) },
     ]);
     healthy = true;
-    const replayed = await runCli(['jobs', 'replay', '--queue', queue, '--json'], t.env);
+    // The real binary, as users run it (the other commands run in a thread: test/helpers/cli.ts).
+    const replayed = await runCliProcess(['jobs', 'replay', '--queue', queue, '--json'], t.env);
     expect(replayed.code).toBe(0);
     expect(replayed.json()).toEqual({ replayed: 1, ids: [id] });
     await until(() => attempts.length === 4, 'the replayed run');

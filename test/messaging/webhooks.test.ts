@@ -14,7 +14,7 @@ import { signBody } from '../../src/sandbox/index.js';
 import { ManualClock } from '../../src/shared/clock.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { DIALECTS, PG_SECRETS, PG_URL, type TestApp } from '../helpers/app.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, runCliProcess } from '../helpers/cli.js';
 import { expectMatchesContract, openApiDocument } from '../helpers/contract.js';
 import { makeKey } from '../helpers/factories.js';
 import {
@@ -731,7 +731,8 @@ describe.each(DIALECTS)('provider webhooks (%s)', (dialect) => {
       await restore();
       t.ctx.messaging.webhooks.retryDelaysMs = [500, 2000, 8000, 30000];
     }
-    const retried = await runCli(['webhooks', 'retry', '--id', kept[0]?.id ?? '', '--json'], t.env);
+    // The real binary, as users run it (the other commands run in a thread: test/helpers/cli.ts).
+    const retried = await runCliProcess(['webhooks', 'retry', '--id', kept[0]?.id ?? '', '--json'], t.env);
     expect(retried.code).toBe(0);
     expect(retried.json()).toMatchObject({ replayed: 1, applied: 1, failed: 0, unrouted: 0 });
     expect(
