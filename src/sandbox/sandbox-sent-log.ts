@@ -8,6 +8,11 @@ import SQLite from 'better-sqlite3';
  * SENT_LOG_BOUND requests of each sending number are kept.
  */
 
+/** How many requests wait in memory while the file refuses writes (the oldest are dropped past it). */
+const MAX_PENDING = 10_000;
+/** How long a refused batch waits before it is written again. */
+const RETRY_MS = 1000;
+
 /** How many requests the log keeps per sending number (the oldest go first). */
 export const SENT_LOG_BOUND = 1000;
 
@@ -103,7 +108,11 @@ function listRows(db: SQLite.Database, { phoneNumberIds, to, limit }: SentQuery)
  * written in one transaction per turn of the event loop, so that a busy sandbox pays one commit per
  * batch rather than per send; `list` writes what is pending first.
  */
-export function fileSentLog(db: SQLite.Database, bound = SENT_LOG_BOUND): SentLog {
+export function fileSentLog(
+  db: SQLite.Database,
+  bound = SENT_LOG_BOUND,
+  onError: (err: unknown) => void = () => {},
+): SentLog {
   db.exec(`
     create table if not exists sandbox_sent (
       seq integer primary key autoincrement, phone_number_id text not null, message_id text,
@@ -138,12 +147,27 @@ export function fileSentLog(db: SQLite.Database, bound = SENT_LOG_BOUND): SentLo
     }
     for (const id of numbers) prune.run(id, id, bound);
   });
+  let retrying = false;
   const flush = () => {
     scheduled = false;
     if (pending.length === 0) return;
     const entries = pending;
     pending = [];
-    write(entries);
+    try {
+      write(entries);
+    } catch (err) {
+      // A full disk (SQLITE_FULL) or a busy file: the batch waits for a later turn, bounded, rather
+      // than the error escaping a timer and ending the process that hosts the sandbox.
+      pending = [...entries, ...pending].slice(-MAX_PENDING);
+      onError(err);
+      if (!retrying) {
+        retrying = true;
+        setTimeout(() => {
+          retrying = false;
+          flush();
+        }, RETRY_MS).unref();
+      }
+    }
   };
   return {
     record(entry) {

@@ -28,7 +28,7 @@ export function memoryState(): SandboxState {
 }
 
 /** State in a SQLite file: survives restarts, and several processes (WAL) share it. */
-export function fileState(file: string): SandboxState {
+export function fileState(file: string, onLogError?: (err: unknown) => void): SandboxState {
   ensurePrivateDir(dirname(file));
   ensurePrivateFile(file, SQLITE_COMPANIONS);
   const db = new SQLite(file);
@@ -54,7 +54,7 @@ export function fileState(file: string): SandboxState {
     'insert into sandbox_numbers (phone_number_id, display) values (?, ?) on conflict (phone_number_id) do update set display = excluded.display',
   );
   const selectNumber = db.prepare('select display from sandbox_numbers where phone_number_id = ?');
-  const sent = fileSentLog(db);
+  const sent = fileSentLog(db, undefined, onLogError);
   return {
     openWindow: (id, key, at) => void upsertWindow.run(id, key, at),
     lastInbound: (id, key) => (selectWindow.get(id, key) as { at: number } | undefined)?.at,

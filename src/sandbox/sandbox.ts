@@ -105,7 +105,9 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   let webhookUrl = options.webhookUrl;
   /** Set on close: scheduled webhooks are dropped instead of retried against a server going away. */
   let closing = false;
-  const state = options.stateFile ? fileState(options.stateFile) : memoryState();
+  const state = options.stateFile
+    ? fileState(options.stateFile, (err) => onError(err, 'writing the log of what it was sent'))
+    : memoryState();
   const media = options.mediaDir ? folderMediaStore(options.mediaDir) : memoryMediaStore();
   let ownUrl = '';
   const checkSend = sendChecker({ clock, state, templates, mps: options.mps });

@@ -58,10 +58,8 @@ describe.each(DIALECTS)('campaign delivery (%s)', (dialect) => {
       expect(res.json().accepted).toBe(100);
       await until(async () => (await handed(t, c.campaign.id, c.campaignKey.auth)) === 100, 'all 100 handed over');
       const took = Date.now() - started;
-      // 99 gaps of 50 ms: 4.95 s at the least. And not far slower than the pace: a pacer at a
-      // quarter of it (5 per second) would take 20 s; a busy machine adds seconds, not that.
+      // 99 gaps of 50 ms: 4.95 s at the least.
       expect(took).toBeGreaterThanOrEqual(4_500);
-      expect(took).toBeLessThan(20_000);
       // And no burst: 31 sends in a row span a second at least (1.5 s ideally; the stored times jitter).
       const times = (
         await t.ctx.db
@@ -74,6 +72,11 @@ describe.each(DIALECTS)('campaign delivery (%s)', (dialect) => {
       for (let i = 0; i + 30 < times.length; i++) {
         expect((times[i + 30] ?? 0) - (times[i] ?? 0)).toBeGreaterThanOrEqual(1_000);
       }
+      // And not far slower than the pace where the machine let it run: a pacer at a quarter of it
+      // (5 per second) spans 6 s for any 31 sends; at the pace the fastest 31 span about 1.5 s.
+      // (A wall-clock bound on the whole run failed on a starved machine, which slows every send.)
+      const spans = times.slice(30).map((at, i) => at - (times[i] ?? 0));
+      expect(Math.min(...spans)).toBeLessThan(5_000);
       expectEachOnce(await acceptedPerRecipient(t, c.agent.id), recipients);
     } finally {
       await t.close();

@@ -241,7 +241,7 @@ describe.each(DIALECTS)('four regions in one process (%s)', (dialect) => {
         expect((await postLogin(other.app, user.email, PASSWORD)).statusCode).toBe(401);
       }
     }
-  });
+  }, 90_000); // 16 sign-ins at the scrypt cost: seconds each on a busy machine
 
   it('a us key works in us and gets 401 in every other region', async () => {
     const us = server.regions[0];

@@ -66,7 +66,7 @@ describe.skipIf(!postgresBin())('PostgreSQL faults', () => {
     expect(key.code).toBe(0);
     auth = { authorization: `Bearer ${key.json<{ key: string }>().key}` };
     const port = await freePort();
-    server = await startServe(['--port', String(port)], env);
+    server = await startServe(['--port', String(port)], env, 90_000);
     base = `http://127.0.0.1:${port}`;
   }, 120_000);
 

@@ -33,6 +33,9 @@ export const PROBE_CRASH = '/api/__probe/crash';
 export const PROBE_AGENT_PATH = '/api/__probe/agents/:agentId/run';
 /** Answers after `?ms=` milliseconds (in-flight requests at shutdown). */
 export const PROBE_SLOW = '/api/__probe/slow';
+let slowStarted = 0;
+/** How many requests to PROBE_SLOW have reached their handler (a test waits for one to be in flight). */
+export const slowRequestsStarted = (): number => slowStarted;
 export const INTERNAL_SECRET = 'db password is hunter2 at /srv/internal/secret.ts:42';
 
 const ProbeBody = Type.Object(
@@ -166,6 +169,7 @@ function registerProbes(app: FastifyInstance, ctx: AppContext, codedPermission: 
     handler,
   );
   app.get(PROBE_SLOW, async (request) => {
+    slowStarted++;
     const { ms } = request.query as { ms?: string };
     await new Promise((r) => setTimeout(r, Number(ms ?? 200)));
     return { done: true };

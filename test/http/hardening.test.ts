@@ -14,7 +14,9 @@ import {
   PROBE_CODED,
   PROBE_CRASH,
   PROBE_SLOW,
+  slowRequestsStarted,
 } from '../helpers/platform-probe.js';
+import { until } from '../helpers/wait.js';
 
 const BODY_LIMIT = 2048;
 
@@ -410,8 +412,9 @@ describe('graceful shutdown of the HTTP server', () => {
     const url = await t.app.listen({ port: 0, host: '127.0.0.1' });
     try {
       // fetch keeps connections alive: the shutdown must not wait for their idle timeout.
+      const before = slowRequestsStarted();
       const inFlight = fetch(`${url}${PROBE_SLOW}?ms=300`);
-      await new Promise((r) => setTimeout(r, 50));
+      await until(() => slowRequestsStarted() > before, 'the slow request in its handler');
       const started = Date.now();
       const closing = t.app.close();
       const res = await inFlight;

@@ -72,7 +72,8 @@ describe.each(DIALECTS)('request log lines (%s)', (dialect) => {
         const res = await t.app.inject({ method: 'GET', url: PROBE_CODED, headers: k.auth });
         expect(res.statusCode).toBe(200);
       }
-      expect(logs.lines).toEqual([]);
+      // Start-up may warn (the folder media store on PostgreSQL); no line is about a request.
+      expect(logs.lines.filter((l) => 'reqId' in l || 'req' in l)).toEqual([]);
       const crash = await t.app.inject({ method: 'GET', url: PROBE_CRASH, headers: { 'x-request-id': 'crash-w' } });
       expect(crash.statusCode).toBe(500);
       expect(logs.lines.filter((l) => l.reqId === 'crash-w' && l.level === 50).length).toBeGreaterThanOrEqual(1);

@@ -247,3 +247,40 @@ describe('the sandbox log file (its own SQLite file whatever the database)', () 
     }
   });
 });
+
+describe('the sandbox log file on a full disk', () => {
+  it('keeps what it could not write and writes it once there is room, without throwing', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-sent-full-'));
+    const db = new SQLite(join(dir, SANDBOX_STATE_FILE));
+    try {
+      const errors: unknown[] = [];
+      const log = fileSentLog(db, 1000, (err) => errors.push(err));
+      // A file that may not grow: SQLite answers SQLITE_FULL, as on a full disk.
+      const pages = Number(db.pragma('page_count', { simple: true }));
+      db.pragma(`max_page_count = ${pages}`);
+      const big = (n: number): SentEntry => ({
+        messageId: `wamid.full.${n}`,
+        phoneNumberId: '333',
+        to: '+14155550100',
+        type: 'text',
+        payload: 'x'.repeat(64 * 1024),
+        receivedAt: n,
+        error: null,
+      });
+      for (let n = 1; n <= 3; n++) log.record(big(n));
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(errors.length).toBeGreaterThan(0);
+      expect((errors[0] as { code?: string }).code).toBe('SQLITE_FULL');
+      expect(log.list({ phoneNumberIds: ['333'], limit: 10 })).toEqual([]);
+      db.pragma('max_page_count = 1073741823');
+      expect(log.list({ phoneNumberIds: ['333'], limit: 10 }).map((e) => e.messageId)).toEqual([
+        'wamid.full.3',
+        'wamid.full.2',
+        'wamid.full.1',
+      ]);
+    } finally {
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
