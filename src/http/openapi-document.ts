@@ -80,6 +80,12 @@ function hoist(node: unknown, components: Json): unknown {
         ? mapValues(value, (v) => hoist(v, components))
         : hoist(value, components);
   }
+  // OpenAPI 3.0 schemas take one `example`: Fastify's swagger turns `examples` into it where it
+  // looks, not inside `anyOf` (a union of named schemas), so the rest are turned here.
+  if (Array.isArray(out.examples) && ('type' in out || 'anyOf' in out) && !('example' in out)) {
+    out.example = out.examples[0];
+    out.examples = undefined;
+  }
   const title = out.title;
   if (
     typeof title === 'string' &&

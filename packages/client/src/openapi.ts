@@ -827,6 +827,65 @@ export interface components {
             header?: string[];
         };
         /**
+         * OutboundMedia
+         * @description A file to send: exactly one of `id` or `link`.
+         * @example {
+         *       "id": "med_4ZpQ8sKq2nLm6RtPz0XcVa",
+         *       "kind": "image"
+         *     }
+         */
+        OutboundMedia: {
+            /** @description A file of `POST /api/media` (`med_...`), of this organization. */
+            id?: string;
+            /** @description An http(s) address the provider fetches the file from. */
+            link?: string;
+            /**
+             * @description `image` (JPEG, PNG), `video` (MP4, 3GPP) or `document` (PDF, Office, plain text).
+             * @enum {string}
+             */
+            kind: "image" | "video" | "document";
+            /** @description A document's file name, as the user sees it. */
+            filename?: string;
+        };
+        /**
+         * ListMessage
+         * @description A list the user opens with `button` and picks one row of.
+         * @example {
+         *       "button": "Choose a slot",
+         *       "sections": [
+         *         {
+         *           "title": "Tomorrow",
+         *           "rows": [
+         *             {
+         *               "id": "slot-0900",
+         *               "title": "09:00",
+         *               "description": "Morning, 1 hour"
+         *             },
+         *             {
+         *               "id": "slot-1400",
+         *               "title": "14:00"
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        ListMessage: {
+            /** @description The label of the button that opens the list. */
+            button: string;
+            /** @description 1 to 10 sections, 10 rows in all. */
+            sections: {
+                /** @description Required when there is more than one section. */
+                title?: string;
+                rows: {
+                    /** @description Comes back as `reply.id` when the user picks it; unique in the list. */
+                    id: string;
+                    title: string;
+                    description?: string;
+                }[];
+            }[];
+        };
+        /**
          * ChannelSendRequest
          * @example {
          *       "channel": "msgapp",
@@ -875,11 +934,35 @@ export interface components {
                  */
                 language: string;
                 parameters?: components["schemas"]["TemplateParameters"];
+                headerMedia?: components["schemas"]["OutboundMedia"];
             };
-            /** @description Required when `type` is `message`; refused with `template`. */
+            /** @description Required when `type` is `message`; refused with `template`. At most one of `media`, `buttons`, `list`. */
             message?: {
-                /** @description The plain text body, 1 to 4096 characters (code points), not only spaces. */
+                /** @description The plain text body, 1 to 4096 characters (code points), not only spaces; with `media` its caption, with `buttons` or `list` the body above them (then at most 1024). */
                 text: string;
+                media?: components["schemas"]["OutboundMedia"];
+                /**
+                 * @description 1 to 3 reply buttons under the text.
+                 * @example [
+                 *       {
+                 *         "id": "refund",
+                 *         "title": "Refund"
+                 *       },
+                 *       {
+                 *         "id": "replace",
+                 *         "title": "Send a new one"
+                 *       }
+                 *     ]
+                 */
+                buttons?: {
+                    /** @description Comes back as `reply.id` when the user taps it; unique in the message. */
+                    id: string;
+                    /** @description The button's label. */
+                    title: string;
+                }[];
+                list?: components["schemas"]["ListMessage"];
+                /** @description The provider's ID (`wamid.`...) of an earlier message of the conversation to quote. */
+                replyTo?: string;
             };
         };
         /**
@@ -1319,16 +1402,38 @@ export interface components {
                     body: string[];
                     header: string[];
                 };
+                headerMedia?: components["schemas"]["OutboundMedia"];
             };
             /** @description An inbound message's kind: `text`, `image`, `audio`, `video`, `document`, `sticker`, `location`, `contacts`, `interactive` (a button or list reply), `button` (a template quick reply), `reaction` or `unsupported`. */
             inboundType?: string;
-            media?: components["schemas"]["InboundMedia"];
+            /** @description Inbound: the file the user sent, kept by Parley. Outbound: the file as the send named it (`id` or `link`, `kind`, `filename`). */
+            media?: components["schemas"]["InboundMedia"] | components["schemas"]["OutboundMedia"];
             location?: components["schemas"]["InboundLocation"];
             reply?: components["schemas"]["InboundReply"];
             reaction?: components["schemas"]["InboundReaction"];
             contacts?: components["schemas"]["InboundContact"][];
             /** @description The provider's ID of the message this one replies to. */
             replyTo?: string;
+            /**
+             * @description 1 to 3 reply buttons under the text.
+             * @example [
+             *       {
+             *         "id": "refund",
+             *         "title": "Refund"
+             *       },
+             *       {
+             *         "id": "replace",
+             *         "title": "Send a new one"
+             *       }
+             *     ]
+             */
+            buttons?: {
+                /** @description Comes back as `reply.id` when the user taps it; unique in the message. */
+                id: string;
+                /** @description The button's label. */
+                title: string;
+            }[];
+            list?: components["schemas"]["ListMessage"];
             /** @description The provider's message ID (null until the provider accepted). */
             messageId: string | null;
             /** @description Delivery status of an outbound message. */
@@ -2706,23 +2811,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "channel": "msgapp",
-                 *       "to": "+14155550100",
-                 *       "type": "template",
-                 *       "convId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
-                 *       "template": {
-                 *         "name": "order_update",
-                 *         "language": "en_US",
-                 *         "parameters": {
-                 *           "body": [
-                 *             "A-1042"
-                 *           ]
-                 *         }
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["ChannelSendRequest"];
             };
         };
