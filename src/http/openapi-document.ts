@@ -18,6 +18,7 @@ export const API_LICENSE = { name: 'UNLICENSED (proprietary; see the repository)
 export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /api/health': 'getHealth',
   'GET /api/media/{mediaId}': 'downloadMedia',
+  'POST /api/media': 'uploadMedia',
   'GET /api/openapi.json': 'getOpenApiDocument',
   'GET /api/ready': 'getReadiness',
   'GET /api/endusers': 'listEndUsers',

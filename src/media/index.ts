@@ -28,5 +28,6 @@ export {
   type PutResult,
   type StoredBytes,
 } from './media-store.js';
+export { safeFilename, type Upload, uploadMedia } from './media-upload.service.js';
 export { findProviderMediaId, saveProviderMediaId } from './provider-media.repository.js';
 export { fitsKind, MAX_UPLOAD_BYTES, UPLOAD_TYPES, type UploadKind, type UploadType } from './upload-types.js';

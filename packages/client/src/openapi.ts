@@ -424,6 +424,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file to send
+         * @description `multipart/form-data` with the file in the field `file`. Accepted as the provider accepts them: `image/jpeg`, `image/png` up to 5 MB; `video/mp4`, `video/3gpp` up to 16 MB; `audio/aac`, `audio/amr`, `audio/mpeg`, `audio/mp4`, `audio/ogg` up to 16 MB; documents (`application/pdf`, the Office types, `text/plain`) up to 100 MB. The bytes decide the type: a file whose bytes are not its declared type is 400, one over its limit 413, and nothing is kept on any error. The file streams to the media store. Permission Channels; an organization key, or an agent key (then that agent alone may send it). Send it with `message.media.id` (or `template.headerMedia.id`) of POST /api/channels/send.
+         */
+        post: operations["uploadMedia"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/ready": {
         parameters: {
             query?: never;
@@ -2041,6 +2061,41 @@ export interface components {
          * @example <the bytes of the file>
          */
         MediaBytes: string;
+        /**
+         * MediaUpload
+         * @example {
+         *       "file": "<the bytes of the file>"
+         *     }
+         */
+        MediaUpload: {
+            /**
+             * Format: binary
+             * @description The file.
+             */
+            file: string;
+        };
+        /**
+         * UploadedMedia
+         * @example {
+         *       "id": "med_4ZpQ8sKq2nLm6RtPz0XcVa",
+         *       "mimeType": "application/pdf",
+         *       "size": 48213,
+         *       "sha256": "9b1c3f0a8c2e5d1b7a9f4c6e8d0b2a4c6e8f0a2c4e6a8c0e2a4c6e8a0c2e4a6c",
+         *       "filename": "invoice-A1042.pdf"
+         *     }
+         */
+        UploadedMedia: {
+            /** @description The media ID (`med_...`): `message.media.id` of a send, `GET /api/media/{id}`. */
+            id: string;
+            /** @description The type, as the bytes say. */
+            mimeType: string;
+            /** @description Bytes. */
+            size: number;
+            /** @description Lower-case hex SHA-256 of the bytes. */
+            sha256: string;
+            /** @description The file name of the upload, without folders. */
+            filename: string | null;
+        };
         /**
          * Readiness
          * @description Whether this node can serve: its database answers, and its Redis when one is configured.
@@ -4512,6 +4567,93 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    uploadMedia: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["MediaUpload"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "med_4ZpQ8sKq2nLm6RtPz0XcVa",
+                     *       "mimeType": "application/pdf",
+                     *       "size": 48213,
+                     *       "sha256": "9b1c3f0a8c2e5d1b7a9f4c6e8d0b2a4c6e8f0a2c4e6a8c0e2a4c6e8a0c2e4a6c",
+                     *       "filename": "invoice-A1042.pdf"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UploadedMedia"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
