@@ -12,6 +12,9 @@ import { isObject, type Json, type WireError } from './sandbox-wire.js';
 
 const MEDIA_TYPES = new Set(['image', 'video', 'document', 'audio', 'sticker']);
 
+/** A template parameter that is text (a header file is checked by `checkRichSend`). */
+export const isTextParameter = (p: Json): boolean => !(typeof p.type === 'string' && MEDIA_TYPES.has(p.type));
+
 /** Templates whose header is a file, by name: the file's kind. */
 export const MEDIA_HEADER_TEMPLATES: Readonly<Record<string, 'image' | 'video' | 'document'>> = {
   promo_image: 'image',

@@ -2,7 +2,7 @@ import type { SandboxTemplate } from '../config.js';
 import type { Clock } from '../shared/clock.js';
 import { windowKey } from '../shared/phone.js';
 import type { SandboxMediaStore } from './sandbox-media.js';
-import { checkRichSend } from './sandbox-rich.js';
+import { checkRichSend, isTextParameter } from './sandbox-rich.js';
 import type { SandboxState } from './sandbox-state.js';
 import { digits, isObject, type Json, type WireError } from './sandbox-wire.js';
 
@@ -145,7 +145,9 @@ export function sendChecker(
         };
       }
       const components = Array.isArray(t.components) ? t.components.filter(isObject) : [];
-      const texts = components.flatMap((c) => (Array.isArray(c.parameters) ? c.parameters.filter(isObject) : []));
+      const texts = components
+        .flatMap((c) => (Array.isArray(c.parameters) ? c.parameters.filter(isObject) : []))
+        .filter(isTextParameter);
       if (texts.some((p) => typeof p.text !== 'string' || !p.text.trim())) {
         return {
           status: 400,

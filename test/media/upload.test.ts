@@ -191,4 +191,83 @@ describe.each(DIALECTS)('POST /api/media (%s)', (dialect) => {
       404,
     );
   });
+
+  describe('a template with an image header (promo_image)', () => {
+    const promo = (auth: Record<string, string>, to: string, template: Record<string, unknown>) =>
+      call(t, {
+        method: 'POST',
+        url: '/api/channels/send',
+        headers: auth,
+        payload: {
+          channel: 'msgapp',
+          to,
+          type: 'template',
+          convId: x.agent.id,
+          template: { name: 'promo_image', language: 'en_US', parameters: { body: ['Ada'] }, ...template },
+        },
+      });
+
+    it('headerMedia by ID: the header parameter is the uploaded image; the history shows it', async () => {
+      const to = randomPhone();
+      const { id } = (await upload(x.orgKey.auth, { bytes: pngOf(8, 8, [1, 200, 1]), type: 'image/png' })).json();
+      const res = await promo(x.orgKey.auth, to, { headerMedia: { id, kind: 'image' } });
+      expect(res.statusCode, res.body).toBe(200);
+      const [payload] = await sentPayloads(t, x.orgKey.auth, to);
+      expect(payload?.template).toEqual({
+        name: 'promo_image',
+        language: { code: 'en_US' },
+        components: [
+          { type: 'header', parameters: [{ type: 'image', image: { id: expect.stringMatching(/^\d+$/) } }] },
+          { type: 'body', parameters: [{ type: 'text', text: 'Ada' }] },
+        ],
+      });
+      const history = await call(t, {
+        method: 'GET',
+        url: `/api/conversations/${res.json().conversationId}/messages`,
+        headers: x.orgKey.auth,
+      });
+      expect(history.json().data[0].template).toEqual({
+        name: 'promo_image',
+        language: 'en_US',
+        parameters: { body: ['Ada'], header: [] },
+        headerMedia: { id, kind: 'image' },
+      });
+    });
+
+    it('headerMedia by link goes out as a link', async () => {
+      const to = randomPhone();
+      const res = await promo(x.agentKey.auth, to, {
+        headerMedia: { link: 'https://example.com/sale.jpg', kind: 'image' },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const [payload] = await sentPayloads(t, x.agentKey.auth, to);
+      expect((payload?.template as { components?: unknown[] } | undefined)?.components?.[0]).toEqual({
+        type: 'header',
+        parameters: [{ type: 'image', image: { link: 'https://example.com/sale.jpg' } }],
+      });
+    });
+
+    it('refused: header parameters beside headerMedia (400, nothing sent); no header file, or a file of another kind (the provider)', async () => {
+      const to = randomPhone();
+      const both = await promo(x.orgKey.auth, to, {
+        parameters: { header: ['Hi'], body: ['Ada'] },
+        headerMedia: { link: 'https://example.com/a.jpg', kind: 'image' },
+      });
+      expect(both.statusCode).toBe(400);
+      expect(both.json().error).toMatch(/^'template.parameters.header' must be empty with 'template.headerMedia'/);
+      const noLink = await promo(x.orgKey.auth, to, { headerMedia: { kind: 'image' } });
+      expect(noLink.statusCode).toBe(400);
+      expect(noLink.json().error).toMatch(/^'template.headerMedia' needs exactly one of 'id'/);
+      expect(await sentPayloads(t, x.orgKey.auth, to)).toEqual([]);
+
+      const none = await promo(x.orgKey.auth, to, {});
+      expect(none.statusCode).toBe(400);
+      expect(none.json().error).toMatch(/number of template parameters does not match/);
+      const video = await promo(x.orgKey.auth, to, {
+        headerMedia: { link: 'https://example.com/a.mp4', kind: 'video' },
+      });
+      expect(video.statusCode).toBe(400);
+      expect(video.json().error).toMatch(/code 132012/);
+    });
+  });
 });
