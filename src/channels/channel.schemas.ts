@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { MAX_PHONE_INPUT } from '../shared/phone.js';
+import { ListSchema, MAX_RICH_TEXT, OutboundMediaSchema, ReplyButtonsSchema, ReplyToSchema } from './rich.schemas.js';
 
 export const CHANNEL = 'msgapp';
 export const TEMPLATE_LANGUAGE = /^[a-z]{2,3}_[A-Z]{2}$/;
@@ -79,6 +80,8 @@ export const ChannelSendBody = Type.Object(
             examples: ['en_US'],
           }),
           parameters: Type.Optional(TemplateParameters),
+          /** The header file of a template whose header is an image, a video or a document. */
+          headerMedia: Type.Optional(OutboundMediaSchema),
         },
         { additionalProperties: false, description: 'Required when `type` is `template`; refused with `message`.' },
       ),
@@ -88,10 +91,20 @@ export const ChannelSendBody = Type.Object(
         {
           text: Type.String({
             maxLength: MAX_TEXT,
-            description: `The plain text body, 1 to ${MAX_TEXT} characters (code points), not only spaces.`,
+            description:
+              `The plain text body, 1 to ${MAX_TEXT} characters (code points), not only spaces; with \`media\` its ` +
+              `caption, with \`buttons\` or \`list\` the body above them (then at most ${MAX_RICH_TEXT}).`,
           }),
+          media: Type.Optional(OutboundMediaSchema),
+          buttons: Type.Optional(ReplyButtonsSchema),
+          list: Type.Optional(ListSchema),
+          replyTo: Type.Optional(ReplyToSchema),
         },
-        { additionalProperties: false, description: 'Required when `type` is `message`; refused with `template`.' },
+        {
+          additionalProperties: false,
+          description:
+            'Required when `type` is `message`; refused with `template`. At most one of `media`, `buttons`, `list`.',
+        },
       ),
     ),
   },
@@ -104,6 +117,30 @@ export const ChannelSendBody = Type.Object(
         type: 'template',
         convId: 'agt_7hQk2LmN9pRs4TuVw6XyZa',
         template: { name: 'order_update', language: 'en_US', parameters: { body: ['A-1042'] } },
+      },
+      {
+        channel: 'msgapp',
+        to: '+14155550100',
+        type: 'message',
+        convId: 'agt_7hQk2LmN9pRs4TuVw6XyZa',
+        message: {
+          text: 'Sorry about the parcel. What would you like us to do?',
+          buttons: [
+            { id: 'refund', title: 'Refund' },
+            { id: 'replace', title: 'Send a new one' },
+          ],
+          replyTo: 'wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTdF',
+        },
+      },
+      {
+        channel: 'msgapp',
+        to: '+14155550100',
+        type: 'message',
+        convId: 'agt_7hQk2LmN9pRs4TuVw6XyZa',
+        message: {
+          text: 'Your invoice',
+          media: { id: 'med_4ZpQ8sKq2nLm6RtPz0XcVa', kind: 'document', filename: 'invoice-A1042.pdf' },
+        },
       },
     ],
     additionalProperties: false,

@@ -1,5 +1,5 @@
 import { assertAgentAllowed, type Principal, targetAgentId } from '../auth/index.js';
-import type { ProviderSend } from '../messaging/index.js';
+import type { OutboundContent, ProviderSend } from '../messaging/index.js';
 import type { AfterAnswer } from '../shared/after-answer.js';
 import { clip } from '../shared/clip.js';
 import { AppError } from '../shared/errors.js';
@@ -12,13 +12,16 @@ import {
   MAX_HEADER_PARAMETERS,
   TEMPLATE_LANGUAGE,
 } from './channel.schemas.js';
+import type { OutboundMediaDeps } from './outbound-media.js';
+import { checkOutboundMedia, checkRichMessage } from './rich-checks.js';
+import { richSendOf } from './rich-send.js';
 import { type SendDeps, type SendFromAgentInput, sendFromAgent } from './send-from-agent.js';
 import { sendFailureError } from './send-outcome.js';
 
 export { rejectionSentence, SendOutcomeUnknown } from './send-outcome.js';
 
 /** What an API send uses: a send's dependencies, and where its after-answer work runs. */
-export type ChannelSendDeps = SendDeps & { readonly afterAnswer: AfterAnswer };
+export type ChannelSendDeps = SendDeps & OutboundMediaDeps & { readonly afterAnswer: AfterAnswer };
 
 export interface ServiceResult<T> {
   readonly status: number;
@@ -66,7 +69,11 @@ export function parseRecipient(to: string): string {
 }
 
 /** The checks of the body the schema cannot express, each with its own sentence. */
-export function checkBody(body: ChannelSendBody): { to: string; content: ProviderSend['content'] } {
+export function checkBody(body: ChannelSendBody): {
+  to: string;
+  content: ProviderSend['content'];
+  rich?: OutboundContent | undefined;
+} {
   if (body.channel !== CHANNEL) {
     throw invalid(`Unsupported channel '${clip(body.channel)}'; the only allowed value is '${CHANNEL}'.`);
   }
@@ -87,7 +94,24 @@ export function checkBody(body: ChannelSendBody): { to: string; content: Provide
     const text = body.message?.text ?? '';
     if (text.length === 0) throw invalid("'message.text' must not be empty.");
     if (!text.trim()) throw invalid("'message.text' must not be blank: the provider refuses a text of only spaces.");
-    return { to, content: { kind: 'text', text } };
+    const message = body.message;
+    // Only a send that carries more than text pays for its checks.
+    const rich =
+      message && (message.media || message.buttons || message.list || message.replyTo !== undefined)
+        ? checkRichMessage(message)
+        : undefined;
+    if (!rich) return { to, content: { kind: 'text', text } };
+    return {
+      to,
+      rich,
+      content: {
+        kind: 'text',
+        text,
+        ...(rich.buttons ? { buttons: rich.buttons } : {}),
+        ...(rich.list ? { list: rich.list } : {}),
+        ...(rich.replyTo !== undefined ? { replyTo: rich.replyTo } : {}),
+      },
+    };
   }
   const template = body.template;
   if (!template) throw invalid("A send with type 'template' needs a 'template' object.");
@@ -97,8 +121,19 @@ export function checkBody(body: ChannelSendBody): { to: string; content: Provide
       `'template.language' must be a language code of the form xx_XX, such as en_US; got '${clip(template.language)}'.`,
     );
   }
+  const headerMedia = template.headerMedia
+    ? checkOutboundMedia(template.headerMedia, 'template.headerMedia')
+    : undefined;
+  if (headerMedia && (template.parameters?.header?.length ?? 0) > 0) {
+    throw new AppError(
+      'INVALID_BODY',
+      "'template.parameters.header' must be empty with 'template.headerMedia': a template's header is either text or a file.",
+      { details: { field: 'template.parameters.header' } },
+    );
+  }
   return {
     to,
+    ...(headerMedia ? { rich: { headerMedia } } : {}),
     content: {
       kind: 'template',
       name: template.name,
@@ -124,19 +159,25 @@ export async function sendChannelMessage(
   /** The request's cached key awaits the key epoch (see `SendFromAgentInput.confirmKey`). */
   confirmKey?: SendFromAgentInput['confirmKey'],
 ): Promise<ServiceResult<ChannelSendResponse>> {
-  const { to, content } = checkBody(body);
+  const checked = checkBody(body);
+  const { to } = checked;
 
   const agentId = targetAgentId(principal, body.convId);
   if (agentId === undefined) {
     throw invalid("'convId' is required with an organization key: name the agent whose number sends the message.");
   }
   assertAgentAllowed(principal, agentId);
+  const reader = { orgId: principal.orgId, agentId: principal.scope === 'agent' ? agentId : null };
+  const { content, rich } = checked.rich
+    ? await richSendOf(ctx, reader, checked.content, checked.rich)
+    : { content: checked.content, rich: undefined };
 
   const result = await sendFromAgent(ctx, {
     orgId: principal.orgId,
     agentId,
     to,
     content,
+    rich,
     conversation: { origin: 'manual', required: false },
     confirmKey,
     afterAnswer: ctx.afterAnswer,

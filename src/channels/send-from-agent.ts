@@ -8,7 +8,13 @@ import type { DB } from '../db/schema.js';
 import { type EndUserFields, findOrCreateEndUserByPhone } from '../end-users/index.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import type { ProviderResult, ProviderSend } from '../messaging/index.js';
-import { insertMessage, isWindowOpen, STATUS_RANK } from '../messaging/index.js';
+import {
+  insertMessage,
+  insertMessageContent,
+  isWindowOpen,
+  type OutboundContent,
+  STATUS_RANK,
+} from '../messaging/index.js';
 import type { MessageTable } from '../messaging/messaging.tables.js';
 import type { AfterAnswer } from '../shared/after-answer.js';
 import { clip } from '../shared/clip.js';
@@ -84,6 +90,21 @@ export interface SendFromAgentInput {
    * waits for them otherwise, as a campaign delivery does, so its job ends with them done).
    */
   readonly afterAnswer?: AfterAnswer | undefined;
+  /**
+   * A rich send (a file, buttons, a list, a quote, a template's header file): what it carries,
+   * stored beside the message, and, when a file of Parley's must first reach the provider, `wire`
+   * gives the content to send once the sending number is known (before anything is stored).
+   */
+  readonly rich?: RichSend | undefined;
+}
+
+export interface RichSend {
+  readonly content: OutboundContent;
+  readonly wire?: (sender: {
+    readonly numberId: string;
+    readonly phoneNumberId: string;
+    readonly accessToken: string;
+  }) => Promise<ProviderSend['content']>;
 }
 
 export type SendFromAgentResult =
@@ -168,7 +189,7 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
   // key epoch that confirms a cached key, before anything else. On PostgreSQL that read also
   // stores the message (a template) when the conversation is live and both the cached key and the
   // agent's cached number are still current: one round trip less (see storesWithRecipient).
-  const early = phone ? await storesWithRecipient(ctx, input) : undefined;
+  const early = phone && !input.rich ? await storesWithRecipient(ctx, input) : undefined;
   const recipient = !phone
     ? undefined
     : early
@@ -200,6 +221,11 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
       `${to} has not written to this agent's number in the last 24 hours, so free text cannot be sent; use type 'template' with an approved template.`,
     );
   }
+
+  // A file of Parley's reaches the provider first: an upload that fails leaves nothing behind.
+  const sent = input.rich?.wire
+    ? await input.rich.wire({ numberId, phoneNumberId: sender.phoneNumberId, accessToken })
+    : content;
 
   if (!phone && wanted.required) {
     throw new AppError('INVALID_BODY', `'to' (${to}) is not a phone number an end user can have.`);
@@ -236,17 +262,18 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
     phoneNumberId: sender.phoneNumberId,
     accessToken,
     to,
-    content,
+    content: sent,
     callbackData: id,
   };
   if (!recipient?.stored) await insertMessage(ctx.db, messageRow(input, id, numberId, conversationId, now));
+  if (input.rich) await insertMessageContent(ctx.db, { messageId: id, orgId, content: input.rich.content });
 
   const result = await ctx.messaging.provider.send(send);
   // Counted against the number's pace (in this process at once, across nodes shortly after).
   if (!input.paced) void ctx.numberPacer.note(numberId);
   const at = ctx.clock.now();
   // From here on the provider has answered: what fails to be recorded is logged, not answered.
-  const sent = {
+  const answered = {
     id: send.callbackData,
     providerMessageId: result.ok ? result.messageId : undefined,
     phoneNumberId: send.phoneNumberId,
@@ -254,7 +281,7 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
   };
   if (!result.ok) {
     const sentence = failureSentence(result, send);
-    const kept = await recordSendFailed(ctx, sent, result, sentence, { orgId, opened, endUser });
+    const kept = await recordSendFailed(ctx, answered, result, sentence, { orgId, opened, endUser });
     return {
       ok: false,
       id: send.callbackData,
@@ -266,7 +293,7 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
   }
   await recordSendAccepted(
     ctx,
-    { ...sent, providerMessageId: result.messageId },
+    { ...answered, providerMessageId: result.messageId },
     { now, opened, endUser },
     input.afterAnswer,
   );

@@ -1,5 +1,6 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import { INBOUND_FIELDS } from '../messaging/inbound.schemas.js';
+import { ListSchema, OutboundMediaSchema, ReplyButtonsSchema } from '../channels/rich.schemas.js';
+import { INBOUND_FIELDS, InboundMediaSchema } from '../messaging/inbound.schemas.js';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const MAX_INTEGER = Number.MAX_SAFE_INTEGER;
@@ -175,6 +176,7 @@ export const ThreadMessage = Type.Object(
         name: Type.String(),
         language: Nullable(Type.String()),
         parameters: Type.Optional(Type.Object({ body: Type.Array(Type.String()), header: Type.Array(Type.String()) })),
+        headerMedia: Type.Optional(OutboundMediaSchema),
       }),
     ),
     inboundType: Type.Optional(
@@ -185,6 +187,14 @@ export const ThreadMessage = Type.Object(
       }),
     ),
     ...INBOUND_FIELDS,
+    media: Type.Optional(
+      Type.Union([InboundMediaSchema, OutboundMediaSchema], {
+        description:
+          'Inbound: the file the user sent, kept by Parley. Outbound: the file as the send named it (`id` or `link`, `kind`, `filename`).',
+      }),
+    ),
+    buttons: Type.Optional(ReplyButtonsSchema),
+    list: Type.Optional(ListSchema),
     messageId: Nullable(Type.String({ description: "The provider's message ID (null until the provider accepted)." })),
     status: Type.Optional(Type.String({ description: 'Delivery status of an outbound message.' })),
     sentBy: Type.Optional(SentBy),

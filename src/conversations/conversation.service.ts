@@ -5,7 +5,7 @@ import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import { publishLive } from '../live/index.js';
 import { findMediaByIds, type Media } from '../media/index.js';
-import { inboundFields } from '../messaging/index.js';
+import { findMessageContents, inboundFields, type OutboundContent } from '../messaging/index.js';
 import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { decodeCursor, encodeCursor } from '../shared/cursor.js';
@@ -281,6 +281,7 @@ function toThreadMessage(
   row: ThreadRow,
   media: ReadonlyMap<string, Media>,
   authors: ReadonlyMap<string, MessageAuthorTable>,
+  contents: ReadonlyMap<string, OutboundContent>,
 ): ThreadMessage {
   const base = {
     id: row.id,
@@ -299,6 +300,7 @@ function toThreadMessage(
   const parameters = row.templateParameters
     ? (JSON.parse(row.templateParameters) as { body: string[]; header: string[] })
     : undefined;
+  const sent = contents.get(row.id);
   return {
     ...base,
     ...(row.type === 'message' ? { text: row.text } : {}),
@@ -308,9 +310,15 @@ function toThreadMessage(
             name: row.templateName,
             language: row.templateLanguage,
             ...(parameters ? { parameters } : {}),
+            ...(sent?.headerMedia ? { headerMedia: sent.headerMedia } : {}),
           },
         }
       : {}),
+    ...(sent?.media ? { media: sent.media } : {}),
+    ...(sent?.buttons ? { buttons: [...sent.buttons] } : {}),
+    // Stored as the send's checked body: the schema's own shape.
+    ...(sent?.list ? { list: sent.list as NonNullable<ThreadMessage['list']> } : {}),
+    ...(sent?.replyTo !== undefined ? { replyTo: sent.replyTo } : {}),
     ...(row.status !== null ? { status: row.status } : {}),
     sentBy: sentByOf(authors.get(row.id)),
   };
@@ -344,8 +352,13 @@ export async function listConversationMessages(
       )
     ).map((a) => [a.message_id, a]),
   );
+  const contents = await findMessageContents(
+    db,
+    reader.orgId,
+    page.filter((r) => r.direction === 'outbound').map((r) => r.id),
+  );
   return {
-    data: page.map((row) => toThreadMessage(row, media, authors)),
+    data: page.map((row) => toThreadMessage(row, media, authors, contents)),
     nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null,
   };
 }

@@ -50,7 +50,8 @@ export function threadItemOf(m: ThreadMessage): ThreadItem {
     ...(m.replyTo ? { replyTo: true } : {}),
   };
   const kind = m.inboundType ?? '';
-  if (m.media) {
+  // An inbound file (an outbound one is shown by its text).
+  if (m.media && 'available' in m.media) {
     const name = kind === 'audio' && m.media.voice ? 'Voice note' : (KIND_NAMES[kind] ?? 'File');
     if (!m.media.available) return { ...base, missing: `${name} (no longer available)` };
     const href = dashboardMediaPath(m.media.id);

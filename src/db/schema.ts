@@ -17,9 +17,10 @@ import type { EndUserTable, EndUserTagTable } from '../end-users/end-user.table.
 import type { EventDeliveryTable, EventEndpointTable } from '../events/event.tables.js';
 import type { IdempotencyKeyTable } from '../idempotency/idempotency.table.js';
 import type { JobDeadLetterTable, JobTable } from '../jobs/jobs.tables.js';
-import type { MediaTable } from '../media/media.tables.js';
+import type { MediaTable, ProviderMediaTable } from '../media/media.tables.js';
 import type {
   InboundMessageTable,
+  MessageContentTable,
   MessageStatusTable,
   MessageTable,
   MessageTableDefaults,
@@ -117,6 +118,8 @@ export interface DB {
   message_authors: MessageAuthorTable;
   conversation_notes: ConversationNoteTable;
   media: MediaTable;
+  message_contents: MessageContentTable;
+  provider_media: ProviderMediaTable;
 }
 
 // Re-exported so feature tables can use it without importing kysely directly.

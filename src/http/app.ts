@@ -11,6 +11,7 @@ import { conversationRoutes } from '../conversations/conversation.routes.js';
 import { dashboardRoutes } from '../dashboard/dashboard.routes.js';
 import { endUserRoutes } from '../end-users/end-user.routes.js';
 import { mediaDownloadRoutes } from '../media/media-download.routes.js';
+import { mediaUploadRoutes } from '../media/media-upload.routes.js';
 import { messageRoutes } from '../messaging/message.routes.js';
 import { webhookRoutes } from '../messaging/webhook.routes.js';
 import { installMetricsHook, opsRoutes } from '../ops/ops.routes.js';
@@ -204,6 +205,7 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
     sandboxRoutes,
     sentLogRoutes,
     mediaDownloadRoutes,
+    mediaUploadRoutes,
     opsRoutes,
     // The web dashboard (/dashboard): HTML pages, hidden from the API description.
     dashboardRoutes,

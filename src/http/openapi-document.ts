@@ -18,6 +18,7 @@ export const API_LICENSE = { name: 'UNLICENSED (proprietary; see the repository)
 export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'GET /api/health': 'getHealth',
   'GET /api/media/{mediaId}': 'downloadMedia',
+  'POST /api/media': 'uploadMedia',
   'GET /api/openapi.json': 'getOpenApiDocument',
   'GET /api/ready': 'getReadiness',
   'GET /api/endusers': 'listEndUsers',
@@ -79,6 +80,12 @@ function hoist(node: unknown, components: Json): unknown {
       key === 'properties' && isObject(value)
         ? mapValues(value, (v) => hoist(v, components))
         : hoist(value, components);
+  }
+  // OpenAPI 3.0 schemas take one `example`: Fastify's swagger turns `examples` into it where it
+  // looks, not inside `anyOf` (a union of named schemas), so the rest are turned here.
+  if (Array.isArray(out.examples) && ('type' in out || 'anyOf' in out) && !('example' in out)) {
+    out.example = out.examples[0];
+    out.examples = undefined;
   }
   const title = out.title;
   if (

@@ -91,6 +91,13 @@ const delivery = {
 };
 
 export const SCHEMA_EXAMPLES: Readonly<Record<string, unknown>> = {
+  UploadedMedia: {
+    id: 'med_4ZpQ8sKq2nLm6RtPz0XcVa',
+    mimeType: 'application/pdf',
+    size: 48213,
+    sha256: '9b1c3f0a8c2e5d1b7a9f4c6e8d0b2a4c6e8f0a2c4e6a8c0e2a4c6e8a0c2e4a6c',
+    filename: 'invoice-A1042.pdf',
+  },
   ChannelError: { success: false, error: 'The recipient is outside the 24-hour messaging window; send a template.' },
   CodedError: {
     error: 'An end user with this email already exists.',

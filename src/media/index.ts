@@ -6,6 +6,7 @@
 export { createMediaStore, mediaFolderOf } from './create-media-store.js';
 export { type Media, type MediaRef, mediaRefOf, toMedia } from './media.model.js';
 export {
+  agentMayReadMedia,
   findMedia,
   findMediaById,
   findMediaByIds,
@@ -27,3 +28,6 @@ export {
   type PutResult,
   type StoredBytes,
 } from './media-store.js';
+export { safeFilename, type Upload, uploadMedia } from './media-upload.service.js';
+export { findProviderMediaId, saveProviderMediaId } from './provider-media.repository.js';
+export { fitsKind, MAX_UPLOAD_BYTES, UPLOAD_TYPES, type UploadKind, type UploadType } from './upload-types.js';

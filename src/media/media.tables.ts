@@ -32,3 +32,13 @@ export interface MediaTable {
 export type MediaSource = 'inbound' | 'upload';
 /** `pending` → `stored` or `unavailable`; `stored` → `deleted` past the retention. */
 export type MediaState = 'pending' | 'stored' | 'unavailable' | 'deleted';
+
+/** The `provider_media` table (migration 0040-rich-outbound): a file uploaded to the provider for a number. */
+export interface ProviderMediaTable {
+  media_id: string;
+  number_id: string;
+  /** The provider's media ID, usable in that number's sends until `expires_at`. */
+  provider_media_id: string;
+  uploaded_at: number;
+  expires_at: number;
+}

@@ -20,7 +20,17 @@ export {
   WINDOW_MS,
 } from './message.model.js';
 export { findMessageAgent, markSendFailed } from './message.repository.js';
+export { findMessageContents, insertMessageContent } from './message-content.repository.js';
+export type {
+  ListMessage,
+  OutboundContent,
+  OutboundMedia,
+  OutboundMediaKind,
+  ReplyButton,
+  WireMedia,
+} from './outbound-content.js';
 export type { MessagingProvider, ProviderResult, ProviderSend } from './provider.js';
+export type { ProviderRequests, RequestFailure } from './provider-requests.js';
 export { applyStatus, applyStatuses, lockMessagesForStatuses, type StatusTargetOfAgent } from './status.fast.js';
 export {
   adoptProviderMessageId,

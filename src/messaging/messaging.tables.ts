@@ -120,3 +120,13 @@ export interface UnroutedWebhookTable {
   /** `,id1,id2,`: the unknown phone number IDs (none listed when the webhook named none). */
   phone_number_ids: string;
 }
+
+/**
+ * What an outbound message carried beside its text (migration 0040-rich-outbound), only for the
+ * sends that carried something: JSON `OutboundContent` (media, buttons, list, replyTo, headerMedia).
+ */
+export interface MessageContentTable {
+  message_id: string;
+  org_id: string;
+  content: string;
+}

@@ -11,6 +11,7 @@ import type { Clock } from '../shared/clock.js';
 import { defineInboundMediaQueue } from './inbound-media.task.js';
 import { createCloudProvider, type MessagingProvider } from './provider.js';
 import { createProviderMedia, type ProviderMedia } from './provider-media.js';
+import { createProviderRequests, type ProviderRequests } from './provider-requests.js';
 import { defineProviderWebhookQueue } from './provider-webhook.task.js';
 import { WebhookProcessor } from './webhook.service.js';
 
@@ -19,6 +20,8 @@ export interface Messaging {
   readonly provider: MessagingProvider;
   /** The provider's media endpoints (resolve a media ID, fetch its bytes). */
   readonly providerMedia: ProviderMedia;
+  /** The provider's requests beside a send: uploads for a number, read receipts. */
+  readonly providerRequests: ProviderRequests;
   /** The in-process sandbox, when no provider base address is configured. */
   readonly sandbox: Sandbox | undefined;
   readonly webhooks: WebhookProcessor;
@@ -73,6 +76,11 @@ export async function createMessaging(
     version: m.providerApiVersion,
     timeoutMs: m.providerTimeoutMs,
   });
+  const providerRequests = createProviderRequests({
+    baseUrl: m.providerBaseUrl ?? sandbox?.url ?? '',
+    version: m.providerApiVersion,
+    timeoutMs: m.providerTimeoutMs,
+  });
   const webhooks = new WebhookProcessor(database.db, clock, logger, {
     jobs,
     conversationIdleMs: config.conversations.idleMs,
@@ -98,6 +106,7 @@ export async function createMessaging(
   return {
     provider,
     providerMedia,
+    providerRequests,
     sandbox,
     webhooks,
     secrets,
@@ -115,6 +124,7 @@ export async function createMessaging(
       await webhooks.close();
       await provider.close();
       await providerMedia.close();
+      await providerRequests.close();
     },
   };
 }

@@ -1,4 +1,11 @@
 import { Agent, type Dispatcher, request } from 'undici';
+import {
+  type ListMessage,
+  type ReplyButton,
+  richWireBody,
+  type WireMedia,
+  wireMediaObject,
+} from './outbound-content.js';
 
 /** What Parley asks the provider to send, already validated and normalized. */
 export interface ProviderSend {
@@ -7,13 +14,25 @@ export interface ProviderSend {
   /** E.164 recipient. */
   readonly to: string;
   readonly content:
-    | { readonly kind: 'text'; readonly text: string }
+    | {
+        readonly kind: 'text';
+        /** The body, or a file's caption. */
+        readonly text: string;
+        /** At most one of these three (outbound-content.ts). */
+        readonly media?: WireMedia;
+        readonly buttons?: readonly ReplyButton[];
+        readonly list?: ListMessage;
+        /** The provider's ID of a message to quote. */
+        readonly replyTo?: string;
+      }
     | {
         readonly kind: 'template';
         readonly name: string;
         readonly language: string;
         readonly header: readonly string[];
         readonly body: readonly string[];
+        /** The file of a template whose header is an image, a video or a document. */
+        readonly headerMedia?: WireMedia;
       };
   /** Our own message ID; comes back on every status webhook of the message. */
   readonly callbackData: string;
@@ -122,10 +141,22 @@ export function toWireBody(input: ProviderSend): Record<string, unknown> {
     biz_opaque_callback_data: input.callbackData,
   };
   const c = input.content;
-  if (c.kind === 'text') return { ...common, type: 'text', text: { preview_url: false, body: c.text } };
+  if (c.kind === 'text') {
+    if (c.media === undefined && c.buttons === undefined && c.list === undefined && c.replyTo === undefined) {
+      return { ...common, type: 'text', text: { preview_url: false, body: c.text } };
+    }
+    return {
+      ...common,
+      ...(c.replyTo !== undefined ? { context: { message_id: c.replyTo } } : {}),
+      ...richWireBody(c.text, c),
+    };
+  }
   const param = (text: string) => ({ type: 'text', text });
   const components: Record<string, unknown>[] = [];
-  if (c.header.length > 0) components.push({ type: 'header', parameters: c.header.map(param) });
+  if (c.headerMedia) {
+    const kind = c.headerMedia.kind;
+    components.push({ type: 'header', parameters: [{ type: kind, [kind]: wireMediaObject(c.headerMedia) }] });
+  } else if (c.header.length > 0) components.push({ type: 'header', parameters: c.header.map(param) });
   if (c.body.length > 0) components.push({ type: 'body', parameters: c.body.map(param) });
   return {
     ...common,

@@ -1,12 +1,16 @@
 import type { SandboxTemplate } from '../config.js';
 import type { Clock } from '../shared/clock.js';
 import { windowKey } from '../shared/phone.js';
+import type { SandboxMediaStore } from './sandbox-media.js';
+import { checkRichSend, isTextParameter } from './sandbox-rich.js';
 import type { SandboxState } from './sandbox-state.js';
 import { digits, isObject, type Json, type WireError } from './sandbox-wire.js';
 
 export const BUILT_IN_TEMPLATES: readonly SandboxTemplate[] = [
   { name: 'hello_world', language: 'en_US', header: 0, body: 0 },
   { name: 'order_update', language: 'en_US', header: 1, body: 2 },
+  // Its header is an image (sandbox-rich.ts): the one header parameter is the file.
+  { name: 'promo_image', language: 'en_US', header: 1, body: 1 },
 ];
 
 /** Recipients with a fixed answer, to exercise error paths. */
@@ -31,6 +35,8 @@ export interface SendCheckerOptions {
   readonly templates: readonly SandboxTemplate[];
   /** Sends per second per number accepted before answering 130429; unset: no limit. */
   readonly mps?: number | undefined;
+  /** The files uploaded to the sandbox, which media sends may name. */
+  readonly media: SandboxMediaStore;
 }
 
 /**
@@ -101,10 +107,12 @@ export function sendChecker(
         details: 'Cloud API message throughput has been reached.',
       };
     }
-    if (body.type === 'text') {
+    const rich = checkRichSend(body, options.media);
+    if (rich !== undefined && rich !== 'window') return rich;
+    if (body.type === 'text' || rich === 'window') {
       const text = isObject(body.text) ? body.text.body : undefined;
       // The provider counts characters (code points), and refuses a body of blanks.
-      if (typeof text !== 'string' || !text.trim() || [...text].length > 4096) {
+      if (body.type === 'text' && (typeof text !== 'string' || !text.trim() || [...text].length > 4096)) {
         return {
           status: 400,
           code: 131009,
@@ -137,7 +145,9 @@ export function sendChecker(
         };
       }
       const components = Array.isArray(t.components) ? t.components.filter(isObject) : [];
-      const texts = components.flatMap((c) => (Array.isArray(c.parameters) ? c.parameters.filter(isObject) : []));
+      const texts = components
+        .flatMap((c) => (Array.isArray(c.parameters) ? c.parameters.filter(isObject) : []))
+        .filter(isTextParameter);
       if (texts.some((p) => typeof p.text !== 'string' || !p.text.trim())) {
         return {
           status: 400,

@@ -12,6 +12,7 @@ import {
   type SandboxInboundMessage,
 } from './sandbox-inbound-kinds.js';
 import { folderMediaStore, handleMediaRequest, memoryMediaStore, type SandboxMediaStore } from './sandbox-media.js';
+import { checkRead, receiveUpload } from './sandbox-rich.js';
 import { BUILT_IN_TEMPLATES, sendChecker } from './sandbox-send-check.js';
 import { type SentEntry, type SentQuery, sentEntryOf } from './sandbox-sent-log.js';
 import { fileState, memoryState } from './sandbox-state.js';
@@ -110,7 +111,9 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     : memoryState();
   const media = options.mediaDir ? folderMediaStore(options.mediaDir) : memoryMediaStore();
   let ownUrl = '';
-  const checkSend = sendChecker({ clock, state, templates, mps: options.mps });
+  const checkSend = sendChecker({ clock, state, templates, mps: options.mps, media });
+  /** Who sent each inbound message (the last few thousand), so a read receipt's log entry names its user. */
+  const inboundFrom = new Map<string, string>();
   const inFlight = new Set<Promise<void>>();
   const received: SandboxRequest[] = [];
   const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
@@ -221,6 +224,13 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     if (req.method === 'GET' && path === '/sandbox/health') return send(res, 200, { status: 'ok' });
     const endpoints = { store: media, url: () => ownUrl, bytesPerSecond: options.mediaBytesPerSecond };
     if (await handleMediaRequest(req, res, path, endpoints)) return;
+    if (req.method === 'POST' && /^\/v\d+\.\d+\/\d+\/media$/.test(path)) {
+      if (!/^Bearer \S+$/.test(req.headers.authorization ?? '')) {
+        return send(res, 401, wireError({ status: 401, code: 190, message: 'Invalid OAuth access token' }));
+      }
+      const uploaded = await receiveUpload(req, media);
+      return 'code' in uploaded ? send(res, uploaded.status, wireError(uploaded)) : send(res, 200, uploaded);
+    }
     const match = /^\/(v\d+\.\d+)\/(\d+)\/messages$/.exec(path);
     if (req.method !== 'POST' || (!match && path !== '/sandbox/inbound')) {
       return send(res, 404, wireError({ status: 404, code: 100, message: 'Unknown path components' }));
@@ -278,6 +288,14 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     if (!authorization || !/^Bearer \S+$/.test(authorization)) {
       return refuse({ status: 401, code: 190, message: 'Invalid OAuth access token' });
     }
+    if (body.status === 'read') {
+      const wrong = checkRead(body);
+      if (wrong) return refuse(wrong);
+      const read = String(body.message_id);
+      const entry = sentEntryOf(phoneNumberId, text, body, clock.now(), { messageId: read });
+      state.sent.record({ ...entry, to: inboundFrom.get(read) ?? entry.to });
+      return send(res, 200, { success: true });
+    }
     const checked = checkSend(phoneNumberId, body);
     if ('code' in checked) return refuse(checked);
     const wamid = `wamid.${randomBytes(24).toString('base64url')}`;
@@ -305,6 +323,8 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
         ),
       ],
     });
+    inboundFrom.set(messageId, `+${digits(input.from)}`);
+    if (inboundFrom.size > 5000) inboundFrom.delete(inboundFrom.keys().next().value ?? '');
     const status = await postWebhook(payload);
     if (status !== 200) throw new Error(`Parley's webhook answered ${status}`);
     // As the provider: the user wrote in, so the window is open, whatever Parley does with it.

@@ -205,6 +205,16 @@ const ROUTES: RouteCase[] = [
     agentTargeted: 'none',
   },
   {
+    // Uploads that pass and fail, and who may send them: test/media/upload.test.ts.
+    method: 'POST',
+    path: '/api/media',
+    url: () => '/api/media',
+    permission: 'channels',
+    family: 'channel',
+    agentTargeted: 'none',
+    body: () => ({}),
+  },
+  {
     // Spec 4.2; its body is not specified, so an empty object.
     method: 'POST',
     path: '/api/triggers/{agentId}/{triggerId}',

@@ -424,6 +424,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file to send
+         * @description `multipart/form-data` with the file in the field `file`. Accepted as the provider accepts them: `image/jpeg`, `image/png` up to 5 MB; `video/mp4`, `video/3gpp` up to 16 MB; `audio/aac`, `audio/amr`, `audio/mpeg`, `audio/mp4`, `audio/ogg` up to 16 MB; documents (`application/pdf`, the Office types, `text/plain`) up to 100 MB. The bytes decide the type: a file whose bytes are not its declared type is 400, one over its limit 413, and nothing is kept on any error. The file streams to the media store. Permission Channels; an organization key, or an agent key (then that agent alone may send it). Send it with `message.media.id` (or `template.headerMedia.id`) of POST /api/channels/send.
+         */
+        post: operations["uploadMedia"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/ready": {
         parameters: {
             query?: never;
@@ -827,6 +847,65 @@ export interface components {
             header?: string[];
         };
         /**
+         * OutboundMedia
+         * @description A file to send: exactly one of `id` or `link`.
+         * @example {
+         *       "id": "med_4ZpQ8sKq2nLm6RtPz0XcVa",
+         *       "kind": "image"
+         *     }
+         */
+        OutboundMedia: {
+            /** @description A file of `POST /api/media` (`med_...`), of this organization. */
+            id?: string;
+            /** @description An http(s) address the provider fetches the file from. */
+            link?: string;
+            /**
+             * @description `image` (JPEG, PNG), `video` (MP4, 3GPP) or `document` (PDF, Office, plain text).
+             * @enum {string}
+             */
+            kind: "image" | "video" | "document";
+            /** @description A document's file name, as the user sees it. */
+            filename?: string;
+        };
+        /**
+         * ListMessage
+         * @description A list the user opens with `button` and picks one row of.
+         * @example {
+         *       "button": "Choose a slot",
+         *       "sections": [
+         *         {
+         *           "title": "Tomorrow",
+         *           "rows": [
+         *             {
+         *               "id": "slot-0900",
+         *               "title": "09:00",
+         *               "description": "Morning, 1 hour"
+         *             },
+         *             {
+         *               "id": "slot-1400",
+         *               "title": "14:00"
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        ListMessage: {
+            /** @description The label of the button that opens the list. */
+            button: string;
+            /** @description 1 to 10 sections, 10 rows in all. */
+            sections: {
+                /** @description Required when there is more than one section. */
+                title?: string;
+                rows: {
+                    /** @description Comes back as `reply.id` when the user picks it; unique in the list. */
+                    id: string;
+                    title: string;
+                    description?: string;
+                }[];
+            }[];
+        };
+        /**
          * ChannelSendRequest
          * @example {
          *       "channel": "msgapp",
@@ -875,11 +954,35 @@ export interface components {
                  */
                 language: string;
                 parameters?: components["schemas"]["TemplateParameters"];
+                headerMedia?: components["schemas"]["OutboundMedia"];
             };
-            /** @description Required when `type` is `message`; refused with `template`. */
+            /** @description Required when `type` is `message`; refused with `template`. At most one of `media`, `buttons`, `list`. */
             message?: {
-                /** @description The plain text body, 1 to 4096 characters (code points), not only spaces. */
+                /** @description The plain text body, 1 to 4096 characters (code points), not only spaces; with `media` its caption, with `buttons` or `list` the body above them (then at most 1024). */
                 text: string;
+                media?: components["schemas"]["OutboundMedia"];
+                /**
+                 * @description 1 to 3 reply buttons under the text.
+                 * @example [
+                 *       {
+                 *         "id": "refund",
+                 *         "title": "Refund"
+                 *       },
+                 *       {
+                 *         "id": "replace",
+                 *         "title": "Send a new one"
+                 *       }
+                 *     ]
+                 */
+                buttons?: {
+                    /** @description Comes back as `reply.id` when the user taps it; unique in the message. */
+                    id: string;
+                    /** @description The button's label. */
+                    title: string;
+                }[];
+                list?: components["schemas"]["ListMessage"];
+                /** @description The provider's ID (`wamid.`...) of an earlier message of the conversation to quote. */
+                replyTo?: string;
             };
         };
         /**
@@ -1319,16 +1422,38 @@ export interface components {
                     body: string[];
                     header: string[];
                 };
+                headerMedia?: components["schemas"]["OutboundMedia"];
             };
             /** @description An inbound message's kind: `text`, `image`, `audio`, `video`, `document`, `sticker`, `location`, `contacts`, `interactive` (a button or list reply), `button` (a template quick reply), `reaction` or `unsupported`. */
             inboundType?: string;
-            media?: components["schemas"]["InboundMedia"];
+            /** @description Inbound: the file the user sent, kept by Parley. Outbound: the file as the send named it (`id` or `link`, `kind`, `filename`). */
+            media?: components["schemas"]["InboundMedia"] | components["schemas"]["OutboundMedia"];
             location?: components["schemas"]["InboundLocation"];
             reply?: components["schemas"]["InboundReply"];
             reaction?: components["schemas"]["InboundReaction"];
             contacts?: components["schemas"]["InboundContact"][];
             /** @description The provider's ID of the message this one replies to. */
             replyTo?: string;
+            /**
+             * @description 1 to 3 reply buttons under the text.
+             * @example [
+             *       {
+             *         "id": "refund",
+             *         "title": "Refund"
+             *       },
+             *       {
+             *         "id": "replace",
+             *         "title": "Send a new one"
+             *       }
+             *     ]
+             */
+            buttons?: {
+                /** @description Comes back as `reply.id` when the user taps it; unique in the message. */
+                id: string;
+                /** @description The button's label. */
+                title: string;
+            }[];
+            list?: components["schemas"]["ListMessage"];
             /** @description The provider's message ID (null until the provider accepted). */
             messageId: string | null;
             /** @description Delivery status of an outbound message. */
@@ -1936,6 +2061,41 @@ export interface components {
          * @example <the bytes of the file>
          */
         MediaBytes: string;
+        /**
+         * MediaUpload
+         * @example {
+         *       "file": "<the bytes of the file>"
+         *     }
+         */
+        MediaUpload: {
+            /**
+             * Format: binary
+             * @description The file.
+             */
+            file: string;
+        };
+        /**
+         * UploadedMedia
+         * @example {
+         *       "id": "med_4ZpQ8sKq2nLm6RtPz0XcVa",
+         *       "mimeType": "application/pdf",
+         *       "size": 48213,
+         *       "sha256": "9b1c3f0a8c2e5d1b7a9f4c6e8d0b2a4c6e8f0a2c4e6a8c0e2a4c6e8a0c2e4a6c",
+         *       "filename": "invoice-A1042.pdf"
+         *     }
+         */
+        UploadedMedia: {
+            /** @description The media ID (`med_...`): `message.media.id` of a send, `GET /api/media/{id}`. */
+            id: string;
+            /** @description The type, as the bytes say. */
+            mimeType: string;
+            /** @description Bytes. */
+            size: number;
+            /** @description Lower-case hex SHA-256 of the bytes. */
+            sha256: string;
+            /** @description The file name of the upload, without folders. */
+            filename: string | null;
+        };
         /**
          * Readiness
          * @description Whether this node can serve: its database answers, and its Redis when one is configured.
@@ -2706,23 +2866,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "channel": "msgapp",
-                 *       "to": "+14155550100",
-                 *       "type": "template",
-                 *       "convId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
-                 *       "template": {
-                 *         "name": "order_update",
-                 *         "language": "en_US",
-                 *         "parameters": {
-                 *           "body": [
-                 *             "A-1042"
-                 *           ]
-                 *         }
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["ChannelSendRequest"];
             };
         };
@@ -4424,6 +4567,93 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    uploadMedia: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["MediaUpload"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "med_4ZpQ8sKq2nLm6RtPz0XcVa",
+                     *       "mimeType": "application/pdf",
+                     *       "size": 48213,
+                     *       "sha256": "9b1c3f0a8c2e5d1b7a9f4c6e8d0b2a4c6e8f0a2c4e6a8c0e2a4c6e8a0c2e4a6c",
+                     *       "filename": "invoice-A1042.pdf"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UploadedMedia"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
