@@ -36,6 +36,21 @@ export function formatSize(bytes: number | null): string {
   return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
 }
 
+/** What an outbound message carried beside its text: a file, buttons, a list, a template's header file. */
+function outboundNote(m: ThreadMessage): string | undefined {
+  const file = m.media && !('available' in m.media) ? m.media : m.template?.headerMedia;
+  if (file) {
+    const name = (KIND_NAMES[file.kind] ?? 'File').toLowerCase();
+    return `Sent with a ${name}: ${file.filename ?? file.link ?? file.id ?? ''}`;
+  }
+  if (m.buttons) return `Sent with the buttons ${m.buttons.map((b) => `“${b.title}”`).join(', ')}`;
+  if (m.list) {
+    const rows = m.list.sections.flatMap((s) => s.rows.map((r) => r.title));
+    return `Sent with the list “${m.list.button}”: ${rows.join(', ')}`;
+  }
+  return undefined;
+}
+
 const RASTER = new Set(['image/jpeg', 'image/png', 'image/webp', 'image/gif']);
 
 export function threadItemOf(m: ThreadMessage): ThreadItem {
@@ -63,6 +78,8 @@ export function threadItemOf(m: ThreadMessage): ThreadItem {
       file: { href, label: m.media.filename ?? name, size: formatSize(m.media.size) },
     };
   }
+  const sent = m.direction === 'outbound' ? outboundNote(m) : undefined;
+  if (sent) return { ...base, note: sent };
   if (m.location) {
     const { latitude: lat, longitude: lng, name, address } = m.location;
     const where = [name, address].filter(Boolean).join(', ');

@@ -29,6 +29,7 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
   'DELETE /api/endusers/{endUserId}': 'deleteEndUser',
   'POST /api/channels/send': 'sendChannelMessage',
   'GET /api/messages/{messageId}': 'getMessage',
+  'POST /api/messages/{messageId}/read': 'markMessageRead',
   'POST /api/triggers/{agentId}/{triggerId}': 'startTrigger',
   'GET /api/conversations': 'listConversations',
   'GET /api/conversations/{conversationId}': 'getConversation',

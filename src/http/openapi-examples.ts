@@ -91,6 +91,8 @@ const delivery = {
 };
 
 export const SCHEMA_EXAMPLES: Readonly<Record<string, unknown>> = {
+  ReadReceiptRequest: { typing: true },
+  ReadReceiptResponse: { success: true, messageId: 'wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTdF', typing: true },
   UploadedMedia: {
     id: 'med_4ZpQ8sKq2nLm6RtPz0XcVa',
     mimeType: 'application/pdf',

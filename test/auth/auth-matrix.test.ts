@@ -205,6 +205,16 @@ const ROUTES: RouteCase[] = [
     agentTargeted: 'none',
   },
   {
+    // Own, other agents' and sent messages: test/messaging/read-receipts.test.ts.
+    method: 'POST',
+    path: '/api/messages/{messageId}/read',
+    url: () => `/api/messages/${fakeId('wamid')}/read`,
+    permission: 'channels',
+    family: 'channel',
+    agentTargeted: 'none',
+    body: () => ({}),
+  },
+  {
     // Uploads that pass and fail, and who may send them: test/media/upload.test.ts.
     method: 'POST',
     path: '/api/media',

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../helpers/app.js';
 import { expectMatchesContract } from '../helpers/contract.js';
+import { makeUser, signInAs } from '../helpers/dashboard.js';
 import { call, type HttpResponse } from '../helpers/http.js';
 import {
   createMessagingApp,
@@ -157,6 +158,25 @@ describe.each(DIALECTS)('rich sends (%s)', (dialect) => {
       },
     });
     expect(out.item).toMatchObject({ text: 'When can we collect it?', list: LIST });
+  });
+
+  it('the dashboard shows what a send carried: the file, the buttons, the list', async () => {
+    const [buttons, list, media] = [
+      await send({ text: 'Pick', buttons: BUTTONS }),
+      await send({ text: 'Slots', list: LIST }),
+      await send({
+        text: 'Invoice',
+        media: { link: 'https://example.com/i.pdf', kind: 'document', filename: 'i.pdf' },
+      }),
+    ];
+    expect([buttons.statusCode, list.statusCode, media.statusCode]).toEqual([200, 200, 200]);
+    const user = await makeUser(t.ctx, x.org.id);
+    const session = await signInAs(t.app, user.email);
+    const page = await session.get(`/dashboard/conversations/${buttons.json().conversationId}`);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Sent with the buttons “Refund”, “Send a new one”');
+    expect(page.body).toContain('Sent with the list “Choose a slot”: 09:00, 14:00, 10:00');
+    expect(page.body).toContain('Sent with a document: i.pdf');
   });
 
   const long = (n: number) => 'x'.repeat(n);

@@ -6,6 +6,7 @@ import { randomBase62 } from '../../src/shared/ids.js';
 import { DIALECTS } from '../helpers/app.js';
 import { makeKey, makeTrigger } from '../helpers/factories.js';
 import { startFaultyProxy } from '../helpers/faulty-proxy.js';
+import { pngOf, sha256Of } from '../helpers/media.js';
 import {
   createMessagingApp,
   type MessagingTestApp,
@@ -238,6 +239,44 @@ describe.each(DIALECTS)('@parley/client against a real server (%s)', (dialect) =
     const bad = await client.sandbox.inbound({ from: 'not a phone', text: 'x' }).catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(byName.ParleyError);
     expect(bad).toMatchObject({ status: 400 });
+  });
+  it("media: uploads a file, sends it, downloads it back; marks the user's message read", async () => {
+    const tenant = await makeSendingTenant(t.ctx);
+    const client = createClient({ baseUrl: t.url, apiKey: tenant.agentKey.key });
+    const to = randomPhone();
+    const inbound = await client.sandbox.inbound({ from: to, text: 'send me the label' });
+    const png = pngOf(24, 24, [30, 60, 90]);
+    const uploaded = await client.media.upload(new Blob([png], { type: 'image/png' }), { filename: 'label.png' });
+    expect(uploaded).toEqual({
+      id: expect.stringMatching(/^med_/),
+      mimeType: 'image/png',
+      size: png.length,
+      sha256: sha256Of(png),
+      filename: 'label.png',
+    });
+    expect(await client.messages.read(inbound.messageId, { typing: true })).toEqual({
+      success: true,
+      messageId: inbound.messageId,
+      typing: true,
+    });
+    const sent = await client.channels.send({
+      channel: 'msgapp',
+      to,
+      type: 'message',
+      message: { text: 'Your label', media: { id: uploaded.id, kind: 'image' } },
+    });
+    expect(sent.success).toBe(true);
+    const file = await client.media.download(uploaded.id);
+    expect(file).toMatchObject({
+      mimeType: 'image/png',
+      size: png.length,
+      sha256: sha256Of(png),
+      filename: 'label.png',
+    });
+    expect(Buffer.from(await new Response(file.body).arrayBuffer()).equals(png)).toBe(true);
+    const refused = await client.media.upload(png, { type: 'application/pdf' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ParleyError);
+    expect(refused).toMatchObject({ status: 400 });
   });
 });
 

@@ -27,6 +27,26 @@ export type CampaignWebhookRequest = Schemas['CampaignWebhookRequest'];
 export type CampaignWebhookResponse = Schemas['CampaignWebhookResponse'];
 export type SandboxInboundRequest = Schemas['SandboxInboundRequest'];
 export type HandoffRequest = Schemas['HandoffRequest'];
+export type UploadedMedia = Schemas['UploadedMedia'];
+export type ReadReceiptResponse = Schemas['ReadReceiptResponse'];
+
+/** A file fetched with `media.download`: its bytes as a stream, and what the API says of them. */
+export interface DownloadedMedia {
+  readonly body: ReadableStream<Uint8Array>;
+  readonly mimeType: string;
+  readonly size: number;
+  /** Lower-case hex SHA-256 (the ETag), when given. */
+  readonly sha256: string | undefined;
+  /** The file name the API serves it under. */
+  readonly filename: string | undefined;
+}
+
+export interface UploadInit {
+  /** The file name to keep (default: the Blob's own name, else `file`). */
+  readonly filename?: string;
+  /** The declared type (default: the Blob's own type); the API sniffs the bytes either way. */
+  readonly type?: string;
+}
 
 type Query<Op extends keyof operations> = operations[Op] extends { parameters: { query?: infer Q } }
   ? NonNullable<Q>
@@ -104,6 +124,8 @@ interface Request {
   readonly path: string;
   readonly query?: Record<string, unknown> | undefined;
   readonly body?: unknown;
+  /** A multipart body instead of JSON (an upload). */
+  readonly form?: FormData | undefined;
   /** Safe to send again after a 502, 503 or network error: GETs and calls with an Idempotency-Key. */
   readonly idempotencyKey?: string | undefined;
   readonly signal?: AbortSignal | undefined;
@@ -162,6 +184,46 @@ export class ParleyClient {
         path: `/api/messages/${enc(messageId)}`,
         signal: options.signal,
       }).then((r) => r.message),
+    /** Marks a received message read at the provider; `typing: true` shows the typing indicator too. */
+    read: (
+      messageId: string,
+      body: { typing?: boolean } = {},
+      options: CallOptions = {},
+    ): Promise<ReadReceiptResponse> =>
+      this.request({ method: 'POST', path: `/api/messages/${enc(messageId)}/read`, body, signal: options.signal }),
+  };
+
+  /** Files: uploads to send (`message.media.id`), and downloads of what users sent. */
+  readonly media = {
+    /**
+     * Uploads a file to send. In Node, `fs.openAsBlob(path)` gives a Blob read from the disk as it
+     * is sent, so a large document never sits whole in memory.
+     */
+    upload: (file: Blob | Uint8Array, init: UploadInit = {}, options: CallOptions = {}): Promise<UploadedMedia> => {
+      const blob =
+        file instanceof Blob
+          ? file
+          : new Blob([new Uint8Array(file)], { type: init.type ?? 'application/octet-stream' });
+      const typed = init.type && blob.type !== init.type ? new Blob([blob], { type: init.type }) : blob;
+      const name = init.filename ?? (typeof File !== 'undefined' && file instanceof File ? file.name : 'file');
+      const form = new FormData();
+      form.set('file', typed, name);
+      return this.request({ method: 'POST', path: '/api/media', form, signal: options.signal });
+    },
+    /** The bytes of a file (`media.id` of a message, `media.url` of `message.received`), as a stream. */
+    download: async (mediaId: string, options: CallOptions = {}): Promise<DownloadedMedia> => {
+      const res = await this.exchange({ method: 'GET', path: `/api/media/${enc(mediaId)}`, signal: options.signal });
+      if (!res.body) throw new ParleyError(res.status, 'The answer carried no bytes.');
+      const etag = res.headers.get('etag');
+      const name = /filename="([^"]*)"/.exec(res.headers.get('content-disposition') ?? '')?.[1];
+      return {
+        body: res.body,
+        mimeType: res.headers.get('content-type') ?? 'application/octet-stream',
+        size: Number(res.headers.get('content-length') ?? 0),
+        sha256: etag ? etag.replace(/"/g, '') : undefined,
+        filename: name,
+      };
+    },
   };
 
   readonly triggers = {
@@ -295,12 +357,17 @@ export class ParleyClient {
    * error, with doubling backoff.
    */
   private async request<T>(req: Request): Promise<T> {
+    return (await (await this.exchange(req)).json()) as T;
+  }
+
+  /** The successful answer of a call (retried as `request` says), its body unread. */
+  private async exchange(req: Request): Promise<Response> {
     const url = new URL(this.baseUrl + req.path);
     for (const [name, value] of Object.entries(req.query ?? {})) {
       if (value !== undefined && value !== null) url.searchParams.set(name, String(value));
     }
     const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}`, accept: 'application/json' };
-    if (req.body !== undefined) headers['content-type'] = 'application/json';
+    if (req.body !== undefined && !req.form) headers['content-type'] = 'application/json';
     if (req.idempotencyKey) headers['idempotency-key'] = req.idempotencyKey;
     const repeatable = req.method === 'GET' || req.idempotencyKey !== undefined;
     for (let attempt = 0; ; attempt++) {
@@ -309,7 +376,7 @@ export class ParleyClient {
         res = await this.fetchImpl(url, {
           method: req.method,
           headers,
-          ...(req.body !== undefined ? { body: JSON.stringify(req.body) } : {}),
+          ...(req.form ? { body: req.form } : req.body !== undefined ? { body: JSON.stringify(req.body) } : {}),
           ...(req.signal ? { signal: req.signal } : {}),
         });
       } catch (err) {
@@ -317,7 +384,7 @@ export class ParleyClient {
         await sleep(Math.min(this.backoffMs * 2 ** attempt, this.maxDelayMs), req.signal);
         continue;
       }
-      if (res.ok) return (await res.json()) as T;
+      if (res.ok) return res;
       const error = await toError(res);
       const retryable = res.status === 429 || (repeatable && (res.status === 502 || res.status === 503));
       if (!retryable || attempt >= this.retries) throw error;

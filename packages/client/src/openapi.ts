@@ -141,6 +141,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/messages/{messageId}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a received message read
+         * @description Marks an inbound message read at the provider (the user sees it read) and, with `typing: true`, shows the typing indicator. Agent keys reach only the messages of their own agent's conversations (another agent's is 404, as if absent); a message the organization sent is 400. A provider refusal is 400, a provider that cannot be reached 502.
+         */
+        post: operations["markMessageRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/triggers/{agentId}/{triggerId}": {
         parameters: {
             query?: never;
@@ -1112,6 +1132,32 @@ export interface components {
             /** @enum {boolean} */
             success: true;
             message: components["schemas"]["Message"];
+        };
+        /**
+         * ReadReceiptRequest
+         * @example {
+         *       "typing": true
+         *     }
+         */
+        ReadReceiptRequest: {
+            /** @description Also show the typing indicator (up to about 25 s, or until the next message). */
+            typing?: boolean;
+        };
+        /**
+         * ReadReceiptResponse
+         * @example {
+         *       "success": true,
+         *       "messageId": "wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTdF",
+         *       "typing": true
+         *     }
+         */
+        ReadReceiptResponse: {
+            /** @enum {boolean} */
+            success: true;
+            /** @description The message marked read. */
+            messageId: string;
+            /** @description Whether the typing indicator was asked for. */
+            typing: boolean;
         };
         /**
          * TriggerStartRequest
@@ -3071,6 +3117,117 @@ export interface operations {
             };
             /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    markMessageRead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The provider's ID of the received message (`wamid.`...). */
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "typing": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReadReceiptRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "messageId": "wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTdF",
+                     *       "typing": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReadReceiptResponse"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The messaging provider could not be reached or failed. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
