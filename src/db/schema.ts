@@ -13,7 +13,7 @@ import type {
   SignInFailureTable,
   UserTable,
 } from '../dashboard/dashboard.tables.js';
-import type { EndUserTable, EndUserTagTable } from '../end-users/end-user.table.js';
+import type { EndUserAttributeTable, EndUserTable, EndUserTagTable } from '../end-users/end-user.table.js';
 import type { EventDeliveryTable, EventEndpointTable } from '../events/event.tables.js';
 import type { IdempotencyKeyTable } from '../idempotency/idempotency.table.js';
 import type { JobDeadLetterTable, JobTable } from '../jobs/jobs.tables.js';
@@ -101,6 +101,7 @@ export interface DB {
   messaging_windows: MessagingWindowTable;
   end_users: EndUserTable;
   end_user_tags: EndUserTagTable;
+  end_user_attributes: EndUserAttributeTable;
   idempotency_keys: IdempotencyKeyTable;
   webhook_unrouted: UnroutedWebhookTable;
   jobs: JobTable;

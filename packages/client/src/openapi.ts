@@ -530,6 +530,10 @@ export interface components {
          *         "msgapp": "+14155550100"
          *       },
          *       "consent": {},
+         *       "attributes": {
+         *         "plan": "pro",
+         *         "seats": 12
+         *       },
          *       "createdAt": 1795386969828,
          *       "lastSeenAt": null,
          *       "updatedAt": 1795386969828
@@ -564,6 +568,10 @@ export interface components {
                     source: string;
                 };
             };
+            /** @description Custom attributes; {} when none. */
+            attributes: {
+                [key: string]: string | number | boolean;
+            };
             /** @description ms since epoch */
             createdAt: number;
             /** @description ms since epoch of the last inbound message; null if none */
@@ -588,6 +596,10 @@ export interface components {
          *             "msgapp": "+14155550100"
          *           },
          *           "consent": {},
+         *           "attributes": {
+         *             "plan": "pro",
+         *             "seats": 12
+         *           },
          *           "createdAt": 1795386969828,
          *           "lastSeenAt": null,
          *           "updatedAt": 1795386969828
@@ -644,6 +656,17 @@ export interface components {
                     source?: string;
                 };
             };
+            /**
+             * @description Custom attributes. At most 50 keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most 1000 characters), numbers or booleans.
+             * @example {
+             *       "plan": "pro",
+             *       "seats": 12,
+             *       "trial": false
+             *     }
+             */
+            attributes?: {
+                [key: string]: string | number | boolean;
+            };
         };
         /**
          * EndUserBatchRequest
@@ -695,6 +718,17 @@ export interface components {
                         source?: string;
                     };
                 };
+                /**
+                 * @description Custom attributes. At most 50 keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most 1000 characters), numbers or booleans.
+                 * @example {
+                 *       "plan": "pro",
+                 *       "seats": 12,
+                 *       "trial": false
+                 *     }
+                 */
+                attributes?: {
+                    [key: string]: string | number | boolean;
+                };
             }[];
         };
         /**
@@ -719,6 +753,10 @@ export interface components {
          *               "msgapp": "+14155550100"
          *             },
          *             "consent": {},
+         *             "attributes": {
+         *               "plan": "pro",
+         *               "seats": 12
+         *             },
          *             "createdAt": 1795386969828,
          *             "lastSeenAt": null,
          *             "updatedAt": 1795386969828
@@ -760,7 +798,7 @@ export interface components {
         };
         /**
          * EndUserPatch
-         * @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel. _id, origin, createdAt, updatedAt and lastSeenAt are read-only.
+         * @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel, attributes merge per key. _id, origin, createdAt, updatedAt and lastSeenAt are read-only.
          * @example {
          *       "name": "Ada King",
          *       "tags": [
@@ -794,6 +832,10 @@ export interface components {
                     /** @description Defaults to "api". */
                     source?: string;
                 } | null;
+            } | null;
+            /** @description Merged key by key: a null value removes the key; null for the whole object removes all. At most 50 keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most 1000 characters), numbers or booleans. */
+            attributes?: {
+                [key: string]: (string | number | boolean) | (never | null);
             } | null;
         };
         /**
@@ -2068,6 +2110,13 @@ export interface operations {
                 q?: string;
                 /** @description Records updated at or after this time (ms since epoch, decimal digits). */
                 updatedSince?: number;
+                /**
+                 * @description `key:value`, repeatable (up to 10, all must match): records whose attribute `key` is `value`. Numbers and booleans compare as their JSON text (`seats:12`, `trial:false`).
+                 * @example [
+                 *       "plan:pro"
+                 *     ]
+                 */
+                attribute?: string[];
             };
             header?: never;
             path?: never;
@@ -2084,7 +2133,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUserList"];
                 };
             };
-            /** @description INVALID_BODY: a malformed query value (limit, cursor, updatedSince, tag, email, phone, q), an integer not written in decimal digits or out of range, or an unknown parameter; `field` names it. INVALID_ORIGIN: `origin` is not exactly one of inbound, imported, manual. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: a malformed query value (limit, cursor, updatedSince, tag, email, phone, q, attribute), an integer not written in decimal digits or out of range, or an unknown parameter; `field` names it. INVALID_ORIGIN: `origin` is not exactly one of inbound, imported, manual. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2187,6 +2236,10 @@ export interface operations {
                      *         "msgapp": "+14155550100"
                      *       },
                      *       "consent": {},
+                     *       "attributes": {
+                     *         "plan": "pro",
+                     *         "seats": 12
+                     *       },
                      *       "createdAt": 1795386969828,
                      *       "lastSeenAt": null,
                      *       "updatedAt": 1795386969828
@@ -2195,7 +2248,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUser"];
                 };
             };
-            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` names the field at fault. Also a missing or unknown origin. CREATE_FAILED: the database refused the record for a reason other than a duplicate, or stayed too busy to take it; retry. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name, an attribute breaking its rules (key, count, length, type); `field` names the field at fault. Also a missing or unknown origin. CREATE_FAILED: the database refused the record for a reason other than a duplicate, or stayed too busy to take it; retry. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2392,6 +2445,10 @@ export interface operations {
                      *         "msgapp": "+14155550100"
                      *       },
                      *       "consent": {},
+                     *       "attributes": {
+                     *         "plan": "pro",
+                     *         "seats": 12
+                     *       },
                      *       "createdAt": 1795386969828,
                      *       "lastSeenAt": null,
                      *       "updatedAt": 1795386969828
@@ -2574,7 +2631,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel. _id, origin, createdAt, updatedAt and lastSeenAt are read-only. */
+        /** @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel, attributes merge per key. _id, origin, createdAt, updatedAt and lastSeenAt are read-only. */
         requestBody: {
             content: {
                 /**
@@ -2610,6 +2667,10 @@ export interface operations {
                      *         "msgapp": "+14155550100"
                      *       },
                      *       "consent": {},
+                     *       "attributes": {
+                     *         "plan": "pro",
+                     *         "seats": 12
+                     *       },
                      *       "createdAt": 1795386969828,
                      *       "lastSeenAt": null,
                      *       "updatedAt": 1795386969828
@@ -2618,7 +2679,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUser"];
                 };
             };
-            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` names the field at fault. Also a read-only field (_id, origin, createdAt, updatedAt, lastSeenAt). UPDATE_FAILED: the email or phone is on another record (`field`, `existingId`), or the database refused the change. INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name, an attribute breaking its rules (key, count, length, type); `field` names the field at fault. Also a read-only field (_id, origin, createdAt, updatedAt, lastSeenAt). UPDATE_FAILED: the email or phone is on another record (`field`, `existingId`), or the database refused the change. INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
