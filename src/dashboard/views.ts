@@ -51,6 +51,10 @@ const VIEWS = [
   'inbox-composer',
   'inbox-template-fields',
   'inbox-note-form',
+  // Segments, schedules and analytics.
+  'segments',
+  'segment',
+  'segment-count',
 ] as const;
 
 export type ViewName = (typeof VIEWS)[number];

@@ -28,6 +28,7 @@ import type {
   PendingStatusTable,
   UnroutedWebhookTable,
 } from '../messaging/messaging.tables.js';
+import type { SegmentTable } from '../segments/segment.tables.js';
 
 /** Tables as the database stores them: snake_case columns, times in ms since epoch. */
 export interface OrganizationTable {
@@ -102,6 +103,7 @@ export interface DB {
   end_users: EndUserTable;
   end_user_tags: EndUserTagTable;
   end_user_attributes: EndUserAttributeTable;
+  segments: SegmentTable;
   idempotency_keys: IdempotencyKeyTable;
   webhook_unrouted: UnroutedWebhookTable;
   jobs: JobTable;

@@ -16,6 +16,7 @@ import { webhookRoutes } from '../messaging/webhook.routes.js';
 import { installMetricsHook, opsRoutes } from '../ops/ops.routes.js';
 import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
 import { sentLogRoutes } from '../sandbox/sent-log.routes.js';
+import { segmentRoutes } from '../segments/segment.routes.js';
 import { AppError } from '../shared/errors.js';
 import { triggerRoutes } from '../triggers/trigger.routes.js';
 import { apiReference } from './api-reference.js';
@@ -195,6 +196,7 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
   const features: FastifyPluginAsync<{ ctx: AppContext }>[] = [
     // feature plugins go here, e.g. endUserRoutes, channelRoutes
     endUserRoutes,
+    segmentRoutes,
     channelRoutes,
     messageRoutes,
     triggerRoutes,

@@ -530,10 +530,6 @@ export interface components {
          *         "msgapp": "+14155550100"
          *       },
          *       "consent": {},
-         *       "attributes": {
-         *         "plan": "pro",
-         *         "seats": 12
-         *       },
          *       "createdAt": 1795386969828,
          *       "lastSeenAt": null,
          *       "updatedAt": 1795386969828
@@ -568,10 +564,6 @@ export interface components {
                     source: string;
                 };
             };
-            /** @description Custom attributes; {} when none. */
-            attributes: {
-                [key: string]: string | number | boolean;
-            };
             /** @description ms since epoch */
             createdAt: number;
             /** @description ms since epoch of the last inbound message; null if none */
@@ -596,10 +588,6 @@ export interface components {
          *             "msgapp": "+14155550100"
          *           },
          *           "consent": {},
-         *           "attributes": {
-         *             "plan": "pro",
-         *             "seats": 12
-         *           },
          *           "createdAt": 1795386969828,
          *           "lastSeenAt": null,
          *           "updatedAt": 1795386969828
@@ -656,17 +644,6 @@ export interface components {
                     source?: string;
                 };
             };
-            /**
-             * @description Custom attributes. At most 50 keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most 1000 characters), numbers or booleans.
-             * @example {
-             *       "plan": "pro",
-             *       "seats": 12,
-             *       "trial": false
-             *     }
-             */
-            attributes?: {
-                [key: string]: string | number | boolean;
-            };
         };
         /**
          * EndUserBatchRequest
@@ -718,17 +695,6 @@ export interface components {
                         source?: string;
                     };
                 };
-                /**
-                 * @description Custom attributes. At most 50 keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most 1000 characters), numbers or booleans.
-                 * @example {
-                 *       "plan": "pro",
-                 *       "seats": 12,
-                 *       "trial": false
-                 *     }
-                 */
-                attributes?: {
-                    [key: string]: string | number | boolean;
-                };
             }[];
         };
         /**
@@ -753,10 +719,6 @@ export interface components {
          *               "msgapp": "+14155550100"
          *             },
          *             "consent": {},
-         *             "attributes": {
-         *               "plan": "pro",
-         *               "seats": 12
-         *             },
          *             "createdAt": 1795386969828,
          *             "lastSeenAt": null,
          *             "updatedAt": 1795386969828
@@ -798,7 +760,7 @@ export interface components {
         };
         /**
          * EndUserPatch
-         * @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel, attributes merge per key. _id, origin, createdAt, updatedAt and lastSeenAt are read-only.
+         * @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel. _id, origin, createdAt, updatedAt and lastSeenAt are read-only.
          * @example {
          *       "name": "Ada King",
          *       "tags": [
@@ -833,10 +795,6 @@ export interface components {
                     source?: string;
                 } | null;
             } | null;
-            /** @description Merged key by key: a null value removes the key; null for the whole object removes all. At most 50 keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most 1000 characters), numbers or booleans. */
-            attributes?: {
-                [key: string]: (string | number | boolean) | (never | null);
-            } | null;
         };
         /**
          * EndUserDeleted
@@ -867,6 +825,65 @@ export interface components {
             body?: string[];
             /** @description Header parameters, in order; none empty, at most 60 characters together. */
             header?: string[];
+        };
+        /**
+         * OutboundMedia
+         * @description A file to send: exactly one of `id` or `link`.
+         * @example {
+         *       "id": "med_4ZpQ8sKq2nLm6RtPz0XcVa",
+         *       "kind": "image"
+         *     }
+         */
+        OutboundMedia: {
+            /** @description A file of `POST /api/media` (`med_...`), of this organization. */
+            id?: string;
+            /** @description An http(s) address the provider fetches the file from. */
+            link?: string;
+            /**
+             * @description `image` (JPEG, PNG), `video` (MP4, 3GPP) or `document` (PDF, Office, plain text).
+             * @enum {string}
+             */
+            kind: "image" | "video" | "document";
+            /** @description A document's file name, as the user sees it. */
+            filename?: string;
+        };
+        /**
+         * ListMessage
+         * @description A list the user opens with `button` and picks one row of.
+         * @example {
+         *       "button": "Choose a slot",
+         *       "sections": [
+         *         {
+         *           "title": "Tomorrow",
+         *           "rows": [
+         *             {
+         *               "id": "slot-0900",
+         *               "title": "09:00",
+         *               "description": "Morning, 1 hour"
+         *             },
+         *             {
+         *               "id": "slot-1400",
+         *               "title": "14:00"
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        ListMessage: {
+            /** @description The label of the button that opens the list. */
+            button: string;
+            /** @description 1 to 10 sections, 10 rows in all. */
+            sections: {
+                /** @description Required when there is more than one section. */
+                title?: string;
+                rows: {
+                    /** @description Comes back as `reply.id` when the user picks it; unique in the list. */
+                    id: string;
+                    title: string;
+                    description?: string;
+                }[];
+            }[];
         };
         /**
          * ChannelSendRequest
@@ -917,11 +934,35 @@ export interface components {
                  */
                 language: string;
                 parameters?: components["schemas"]["TemplateParameters"];
+                headerMedia?: components["schemas"]["OutboundMedia"];
             };
-            /** @description Required when `type` is `message`; refused with `template`. */
+            /** @description Required when `type` is `message`; refused with `template`. At most one of `media`, `buttons`, `list`. */
             message?: {
-                /** @description The plain text body, 1 to 4096 characters (code points), not only spaces. */
+                /** @description The plain text body, 1 to 4096 characters (code points), not only spaces; with `media` its caption, with `buttons` or `list` the body above them (then at most 1024). */
                 text: string;
+                media?: components["schemas"]["OutboundMedia"];
+                /**
+                 * @description 1 to 3 reply buttons under the text.
+                 * @example [
+                 *       {
+                 *         "id": "refund",
+                 *         "title": "Refund"
+                 *       },
+                 *       {
+                 *         "id": "replace",
+                 *         "title": "Send a new one"
+                 *       }
+                 *     ]
+                 */
+                buttons?: {
+                    /** @description Comes back as `reply.id` when the user taps it; unique in the message. */
+                    id: string;
+                    /** @description The button's label. */
+                    title: string;
+                }[];
+                list?: components["schemas"]["ListMessage"];
+                /** @description The provider's ID (`wamid.`...) of an earlier message of the conversation to quote. */
+                replyTo?: string;
             };
         };
         /**
@@ -1361,16 +1402,38 @@ export interface components {
                     body: string[];
                     header: string[];
                 };
+                headerMedia?: components["schemas"]["OutboundMedia"];
             };
             /** @description An inbound message's kind: `text`, `image`, `audio`, `video`, `document`, `sticker`, `location`, `contacts`, `interactive` (a button or list reply), `button` (a template quick reply), `reaction` or `unsupported`. */
             inboundType?: string;
-            media?: components["schemas"]["InboundMedia"];
+            /** @description Inbound: the file the user sent, kept by Parley. Outbound: the file as the send named it (`id` or `link`, `kind`, `filename`). */
+            media?: components["schemas"]["InboundMedia"] | components["schemas"]["OutboundMedia"];
             location?: components["schemas"]["InboundLocation"];
             reply?: components["schemas"]["InboundReply"];
             reaction?: components["schemas"]["InboundReaction"];
             contacts?: components["schemas"]["InboundContact"][];
             /** @description The provider's ID of the message this one replies to. */
             replyTo?: string;
+            /**
+             * @description 1 to 3 reply buttons under the text.
+             * @example [
+             *       {
+             *         "id": "refund",
+             *         "title": "Refund"
+             *       },
+             *       {
+             *         "id": "replace",
+             *         "title": "Send a new one"
+             *       }
+             *     ]
+             */
+            buttons?: {
+                /** @description Comes back as `reply.id` when the user taps it; unique in the message. */
+                id: string;
+                /** @description The button's label. */
+                title: string;
+            }[];
+            list?: components["schemas"]["ListMessage"];
             /** @description The provider's message ID (null until the provider accepted). */
             messageId: string | null;
             /** @description Delivery status of an outbound message. */
@@ -2110,13 +2173,6 @@ export interface operations {
                 q?: string;
                 /** @description Records updated at or after this time (ms since epoch, decimal digits). */
                 updatedSince?: number;
-                /**
-                 * @description `key:value`, repeatable (up to 10, all must match): records whose attribute `key` is `value`. Numbers and booleans compare as their JSON text (`seats:12`, `trial:false`).
-                 * @example [
-                 *       "plan:pro"
-                 *     ]
-                 */
-                attribute?: string[];
             };
             header?: never;
             path?: never;
@@ -2133,7 +2189,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUserList"];
                 };
             };
-            /** @description INVALID_BODY: a malformed query value (limit, cursor, updatedSince, tag, email, phone, q, attribute), an integer not written in decimal digits or out of range, or an unknown parameter; `field` names it. INVALID_ORIGIN: `origin` is not exactly one of inbound, imported, manual. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: a malformed query value (limit, cursor, updatedSince, tag, email, phone, q), an integer not written in decimal digits or out of range, or an unknown parameter; `field` names it. INVALID_ORIGIN: `origin` is not exactly one of inbound, imported, manual. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2236,10 +2292,6 @@ export interface operations {
                      *         "msgapp": "+14155550100"
                      *       },
                      *       "consent": {},
-                     *       "attributes": {
-                     *         "plan": "pro",
-                     *         "seats": 12
-                     *       },
                      *       "createdAt": 1795386969828,
                      *       "lastSeenAt": null,
                      *       "updatedAt": 1795386969828
@@ -2248,7 +2300,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUser"];
                 };
             };
-            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name, an attribute breaking its rules (key, count, length, type); `field` names the field at fault. Also a missing or unknown origin. CREATE_FAILED: the database refused the record for a reason other than a duplicate, or stayed too busy to take it; retry. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` names the field at fault. Also a missing or unknown origin. CREATE_FAILED: the database refused the record for a reason other than a duplicate, or stayed too busy to take it; retry. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2445,10 +2497,6 @@ export interface operations {
                      *         "msgapp": "+14155550100"
                      *       },
                      *       "consent": {},
-                     *       "attributes": {
-                     *         "plan": "pro",
-                     *         "seats": 12
-                     *       },
                      *       "createdAt": 1795386969828,
                      *       "lastSeenAt": null,
                      *       "updatedAt": 1795386969828
@@ -2631,7 +2679,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel, attributes merge per key. _id, origin, createdAt, updatedAt and lastSeenAt are read-only. */
+        /** @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel. _id, origin, createdAt, updatedAt and lastSeenAt are read-only. */
         requestBody: {
             content: {
                 /**
@@ -2667,10 +2715,6 @@ export interface operations {
                      *         "msgapp": "+14155550100"
                      *       },
                      *       "consent": {},
-                     *       "attributes": {
-                     *         "plan": "pro",
-                     *         "seats": 12
-                     *       },
                      *       "createdAt": 1795386969828,
                      *       "lastSeenAt": null,
                      *       "updatedAt": 1795386969828
@@ -2679,7 +2723,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUser"];
                 };
             };
-            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name, an attribute breaking its rules (key, count, length, type); `field` names the field at fault. Also a read-only field (_id, origin, createdAt, updatedAt, lastSeenAt). UPDATE_FAILED: the email or phone is on another record (`field`, `existingId`), or the database refused the change. INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` names the field at fault. Also a read-only field (_id, origin, createdAt, updatedAt, lastSeenAt). UPDATE_FAILED: the email or phone is on another record (`field`, `existingId`), or the database refused the change. INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2767,23 +2811,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "channel": "msgapp",
-                 *       "to": "+14155550100",
-                 *       "type": "template",
-                 *       "convId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
-                 *       "template": {
-                 *         "name": "order_update",
-                 *         "language": "en_US",
-                 *         "parameters": {
-                 *           "body": [
-                 *             "A-1042"
-                 *           ]
-                 *         }
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["ChannelSendRequest"];
             };
         };

@@ -23,6 +23,7 @@ import { idempotencyClaimToken } from './0020-idempotency-claim-token.js';
 import { media } from './0022-media.js';
 import { peopleInTheLoop } from './0036-people-in-the-loop.js';
 import { endUserAttributes } from './0060-end-user-attributes.js';
+import { segments } from './0061-segments.js';
 
 export type { MigrationDeps, Sealer } from './0017-sealed-endpoint-secrets.js';
 
@@ -55,6 +56,7 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0022-media': media,
     '0036-people-in-the-loop': peopleInTheLoop,
     '0060-end-user-attributes': endUserAttributes,
+    '0061-segments': segments,
   };
 }
 
