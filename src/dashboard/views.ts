@@ -55,6 +55,8 @@ const VIEWS = [
   'segments',
   'segment',
   'segment-count',
+  'campaign-sends',
+  'campaign-sends-table',
 ] as const;
 
 export type ViewName = (typeof VIEWS)[number];

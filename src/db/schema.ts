@@ -1,6 +1,6 @@
 import type { Generated } from 'kysely';
 import type { AuditLogTable } from '../audit/audit.tables.js';
-import type { CampaignDedupeKeyTable, CampaignDeliveryTable } from '../campaigns/campaign.tables.js';
+import type { CampaignDedupeKeyTable, CampaignDeliveryTable, SegmentSendTable } from '../campaigns/campaign.tables.js';
 import type {
   ConversationNoteTable,
   ConversationTable,
@@ -104,6 +104,7 @@ export interface DB {
   end_user_tags: EndUserTagTable;
   end_user_attributes: EndUserAttributeTable;
   segments: SegmentTable;
+  segment_sends: SegmentSendTable;
   idempotency_keys: IdempotencyKeyTable;
   webhook_unrouted: UnroutedWebhookTable;
   jobs: JobTable;

@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import { campaignRoutes } from '../campaigns/campaign.routes.js';
+import { segmentSendRoutes } from '../campaigns/segment-send.routes.js';
 import { channelRoutes } from '../channels/channel.routes.js';
 import { type Config, REGION_NAMES } from '../config.js';
 import type { AppContext } from '../context.js';
@@ -202,6 +203,7 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
     triggerRoutes,
     conversationRoutes,
     campaignRoutes,
+    segmentSendRoutes,
     webhookRoutes,
     sandboxRoutes,
     sentLogRoutes,

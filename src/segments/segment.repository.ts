@@ -91,6 +91,15 @@ export async function listMemberRows(
   ).execute();
 }
 
+export interface MemberSlice {
+  id: string;
+  phone: string | null;
+  /** channelIdentifiers.msgapp. */
+  msgapp: string | null;
+  /** msgapp consent denied: the end user opted out. */
+  denied: boolean;
+}
+
 /** A slice of the members' IDs and phones in ID order after `afterId`: what a segment send walks. */
 export async function memberPhonesAfter(
   db: Db,
@@ -98,9 +107,9 @@ export async function memberPhonesAfter(
   filter: MemberFilter,
   afterId: string,
   limit: number,
-): Promise<{ id: string; phone: string | null; msgapp: string | null }[]> {
+): Promise<MemberSlice[]> {
   const rows = await members(db, orgId, filter)
-    .select(['end_users.id', 'end_users.phone', 'end_users.channel_identifiers'])
+    .select(['end_users.id', 'end_users.phone', 'end_users.channel_identifiers', 'end_users.consent'])
     .where('end_users.id', '>', afterId)
     .orderBy('end_users.id')
     .limit(limit)
@@ -113,7 +122,13 @@ export async function memberPhonesAfter(
     } catch {
       // a malformed identifiers column: the phone alone
     }
-    return { id: r.id, phone: r.phone, msgapp };
+    let denied = false;
+    try {
+      denied = (JSON.parse(r.consent) as { msgapp?: { status?: unknown } }).msgapp?.status === 'denied';
+    } catch {
+      // a malformed consent column: nothing recorded
+    }
+    return { id: r.id, phone: r.phone, msgapp, denied };
   });
 }
 

@@ -14,6 +14,8 @@ import {
   listMemberRows,
   listSegmentRows,
   type MemberFilter,
+  type MemberSlice,
+  memberPhonesAfter,
   setSegmentCount,
 } from './segment.repository.js';
 import type { SegmentCreateBody, SegmentFilter } from './segment.schemas.js';
@@ -206,4 +208,17 @@ export async function deleteSegment(db: Kysely<DB>, orgId: string, id: string): 
   const deleted = SEGMENT_ID.test(id) && (await deleteSegmentRow(db, orgId, id));
   if (!deleted) throw notFound(id);
   return { id };
+}
+
+export type { MemberSlice } from './segment.repository.js';
+
+/** The next `limit` members of a segment's filter after `afterId`, in ID order: what a send walks. */
+export async function membersAfter(
+  db: Kysely<DB>,
+  orgId: string,
+  filter: SegmentFilter,
+  afterId: string,
+  limit: number,
+): Promise<MemberSlice[]> {
+  return memberPhonesAfter(db, orgId, memberFilterOf(filter), afterId, limit);
 }

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEndUsers } from '../../src/end-users/end-user.service.js';
 import { createTestApp, DIALECTS, type TestApp } from '../helpers/app.js';
+import { makeCampaignTenant, phones } from '../helpers/campaigns.js';
 import { makeUser, signInAs } from '../helpers/dashboard.js';
 import { makeOrg } from '../helpers/factories.js';
+import { until } from '../helpers/wait.js';
 
 const HTMX = { 'hx-request': 'true' };
 
@@ -59,5 +61,53 @@ describe.each(DIALECTS)('dashboard segments (%s)', (dialect) => {
     expect(look.body).toContain('Pro VIPs');
     expect(look.body).not.toContain('Save segment');
     expect((await member.post('/dashboard/segments', { _csrf: member.csrf, name: 'x' })).statusCode).toBe(403);
+  });
+
+  it('a campaign page sends to a segment now or at a time, shows it run, and cancels a scheduled one', async () => {
+    const { ctx, app } = t;
+    const c = await makeCampaignTenant(ctx);
+    await createEndUsers(ctx.db, ctx.clock, c.org.id, {
+      origin: 'manual',
+      endUsers: phones(3).map((phone) => ({ phone, tags: ['send-me'] })),
+    });
+    const owner = await signInAs(app, (await makeUser(ctx, c.org.id, 'owner')).email);
+    await owner.post('/dashboard/segments', { _csrf: owner.csrf, name: 'Send me', tagsAny: 'send-me' });
+    const page = `/dashboard/campaigns/${c.campaign.id}`;
+    const before = await owner.get(page);
+    expect(before.body).toContain('Send to a segment');
+    const segmentId = /<option value="(seg_[0-9A-Za-z]{22})"/.exec(before.body)?.[1] ?? '';
+    expect(before.body).toContain('Send me (3 when last counted)');
+
+    const past = await owner.post(`${page}/sends`, {
+      _csrf: owner.csrf,
+      segment: segmentId,
+      when: 'later',
+      at: '2001-01-01T10:00',
+    });
+    expect(past.statusCode).toBe(400);
+    expect(past.body).toContain('That time has passed');
+    const now = await owner.post(`${page}/sends`, { _csrf: owner.csrf, segment: segmentId, when: 'now' });
+    expect(now.statusCode).toBe(303);
+    await until(async () => (await owner.get(page)).body.includes('>Done<'), 'the send shown done');
+    const done = (await owner.get(page)).body;
+    expect(done).toMatch(/<td class="send-status">Done<\/td><td>3<\/td><td>3<\/td><td>0<\/td><td>0<\/td>/);
+
+    const later = new Date(Date.now() + 86_400_000).toISOString().slice(0, 16);
+    expect(
+      (await owner.post(`${page}/sends`, { _csrf: owner.csrf, segment: segmentId, when: 'later', at: later }))
+        .statusCode,
+    ).toBe(303);
+    const scheduled = (await owner.get(page)).body;
+    expect(scheduled).toContain('>Scheduled<');
+    expect(scheduled).toContain('hx-trigger="every 2s"');
+    const sendId =
+      /data-send-id="(snd_[0-9A-Za-z]{22})"><td>Send me<\/td><td class="when">[^<]+<\/td><td class="send-status">Scheduled/.exec(
+        scheduled,
+      )?.[1];
+    expect(sendId).toBeDefined();
+    const fragment = await owner.get(`${page}/sends`, HTMX);
+    expect(fragment.body).toContain('id="campaign-sends"');
+    expect((await owner.post(`${page}/sends/${sendId}/cancel`, { _csrf: owner.csrf })).statusCode).toBe(303);
+    expect((await owner.get(page)).body).toContain('>Canceled<');
   });
 });

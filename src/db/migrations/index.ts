@@ -24,6 +24,7 @@ import { media } from './0022-media.js';
 import { peopleInTheLoop } from './0036-people-in-the-loop.js';
 import { endUserAttributes } from './0060-end-user-attributes.js';
 import { segments } from './0061-segments.js';
+import { segmentSends } from './0062-segment-sends.js';
 
 export type { MigrationDeps, Sealer } from './0017-sealed-endpoint-secrets.js';
 
@@ -57,6 +58,7 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0036-people-in-the-loop': peopleInTheLoop,
     '0060-end-user-attributes': endUserAttributes,
     '0061-segments': segments,
+    '0062-segment-sends': segmentSends,
   };
 }
 
