@@ -31,6 +31,8 @@ export interface CampaignDeliveryTable {
   /** When the provider accepted it. */
   sent_at: number | null;
   updated_at: number;
+  /** Until when quiet hours hold it back (migration 0063); optional on insert. */
+  held_until?: number | null;
 }
 
 /** A `dedupeKey` seen in a campaign, kept 30 days, pointing at the delivery it made. */

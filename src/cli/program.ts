@@ -41,6 +41,7 @@ const EXAMPLES: Record<string, string> = {
   'org list': 'parley org list',
   'org plan': 'parley org plan --org org_... --plan paid',
   'org country': 'parley org country --org org_... --country GB',
+  'org update': 'parley org update --org org_... --quiet-hours 21:00-08:00 --time-zone Europe/Lisbon --marketing-cap 2',
   'agent create': 'parley agent create --org org_... --name Support --number +14155550123 --json',
   'agent list': 'parley agent list --org org_...',
   'key create':

@@ -57,6 +57,7 @@ const VIEWS = [
   'segment-count',
   'campaign-sends',
   'campaign-sends-table',
+  'sending-rules',
 ] as const;
 
 export type ViewName = (typeof VIEWS)[number];

@@ -29,6 +29,7 @@ import type {
   UnroutedWebhookTable,
 } from '../messaging/messaging.tables.js';
 import type { SegmentTable } from '../segments/segment.tables.js';
+import type { OrgSendingRulesTable } from '../sending-rules/sending-rules.tables.js';
 
 /** Tables as the database stores them: snake_case columns, times in ms since epoch. */
 export interface OrganizationTable {
@@ -105,6 +106,7 @@ export interface DB {
   end_user_attributes: EndUserAttributeTable;
   segments: SegmentTable;
   segment_sends: SegmentSendTable;
+  org_sending_rules: OrgSendingRulesTable;
   idempotency_keys: IdempotencyKeyTable;
   webhook_unrouted: UnroutedWebhookTable;
   jobs: JobTable;

@@ -25,6 +25,7 @@ import { peopleInTheLoop } from './0036-people-in-the-loop.js';
 import { endUserAttributes } from './0060-end-user-attributes.js';
 import { segments } from './0061-segments.js';
 import { segmentSends } from './0062-segment-sends.js';
+import { orgSendingRules } from './0063-org-sending-rules.js';
 
 export type { MigrationDeps, Sealer } from './0017-sealed-endpoint-secrets.js';
 
@@ -59,6 +60,7 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0060-end-user-attributes': endUserAttributes,
     '0061-segments': segments,
     '0062-segment-sends': segmentSends,
+    '0063-org-sending-rules': orgSendingRules,
   };
 }
 
