@@ -4,11 +4,17 @@ import type { CampaignsConfig } from '../config.js';
 import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import type { Clock } from '../shared/clock.js';
-import { CAMPAIGN_DELIVERY_QUEUE, CAMPAIGN_DISPATCH_QUEUE, CAMPAIGN_UNCONFIRMED_QUEUE } from './campaign.queues.js';
+import {
+  CAMPAIGN_DELIVERY_QUEUE,
+  CAMPAIGN_DISPATCH_QUEUE,
+  CAMPAIGN_UNCONFIRMED_QUEUE,
+  SEGMENT_SEND_QUEUE,
+} from './campaign.queues.js';
 import { CampaignDeliverer } from './deliver-campaign.task.js';
 import { CampaignDispatcher } from './dispatch-campaign.task.js';
 import { UnconfirmedSends } from './expire-unconfirmed.task.js';
 import type { NumberPacer } from './number-pacer.js';
+import { SegmentSender } from './segment-send.task.js';
 
 /** What campaigns' three queues use, all built before them. */
 export interface CampaignTaskDeps {
@@ -43,6 +49,7 @@ export function defineCampaignTasks(deps: CampaignTaskDeps): CampaignTasks {
   new CampaignDispatcher({ db, jobs }).define(jobs);
   deliverer.define(jobs);
   unconfirmed.define(jobs);
+  new SegmentSender({ db, clock, jobs }).define(jobs);
   return { close: () => deliverer.close() };
 }
 
@@ -54,7 +61,12 @@ export function defineCampaignQueues(jobs: JobRunner): void {
   const notHere = async () => {
     throw new Error('campaign jobs are worked by a server, not by this process');
   };
-  for (const name of [CAMPAIGN_DISPATCH_QUEUE, CAMPAIGN_DELIVERY_QUEUE, CAMPAIGN_UNCONFIRMED_QUEUE]) {
+  for (const name of [
+    CAMPAIGN_DISPATCH_QUEUE,
+    CAMPAIGN_DELIVERY_QUEUE,
+    CAMPAIGN_UNCONFIRMED_QUEUE,
+    SEGMENT_SEND_QUEUE,
+  ]) {
     jobs.define({ name, handler: notHere });
   }
 }

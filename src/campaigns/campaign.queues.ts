@@ -1,6 +1,11 @@
 /** The job queues of campaigns, and what their jobs carry. */
 
-export { CAMPAIGN_DELIVERY_QUEUE, CAMPAIGN_DISPATCH_QUEUE, CAMPAIGN_UNCONFIRMED_QUEUE } from '../jobs/queues.js';
+export {
+  CAMPAIGN_DELIVERY_QUEUE,
+  CAMPAIGN_DISPATCH_QUEUE,
+  CAMPAIGN_UNCONFIRMED_QUEUE,
+  SEGMENT_SEND_QUEUE,
+} from '../jobs/queues.js';
 
 export interface CampaignDispatchJob {
   readonly campaignId: string;
@@ -15,4 +20,8 @@ export interface CampaignDeliveryJob {
 export interface CampaignUnconfirmedJob {
   readonly deliveryId: string;
   readonly messageId: string;
+}
+
+export interface SegmentSendJob {
+  readonly sendId: string;
 }

@@ -31,6 +31,8 @@ export interface CampaignDeliveryTable {
   /** When the provider accepted it. */
   sent_at: number | null;
   updated_at: number;
+  /** Until when quiet hours hold it back (migration 0063); optional on insert. */
+  held_until?: number | null;
 }
 
 /** A `dedupeKey` seen in a campaign, kept 30 days, pointing at the delivery it made. */
@@ -39,4 +41,30 @@ export interface CampaignDedupeKeyTable {
   dedupe_key: string;
   delivery_id: string;
   created_at: number;
+}
+
+export type SegmentSendStatus = 'scheduled' | 'running' | 'done' | 'canceled';
+
+/** A campaign sent to a segment (migration 0062). */
+export interface SegmentSendTable {
+  id: string;
+  org_id: string;
+  campaign_id: string;
+  segment_id: string;
+  segment_name: string;
+  at: number;
+  parameters: string | null;
+  status: SegmentSendStatus;
+  members: number;
+  accepted: number;
+  duplicates: number;
+  opted_out: number;
+  skipped: number;
+  /** The last member (by ID) turned into a delivery: where a run taken over goes on. */
+  after_end_user_id: string;
+  error: string | null;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  updated_at: number;
 }

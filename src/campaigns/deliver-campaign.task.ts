@@ -20,6 +20,7 @@ import {
 import { parseParameters } from './campaign.service.js';
 import type { UnconfirmedSends } from './expire-unconfirmed.task.js';
 import type { NumberPacer } from './number-pacer.js';
+import { sendingRulesAllow } from './sending-rules-check.js';
 
 /** A send waits at most this long for its number's slot; a later slot: the job comes back then. */
 const MAX_PACE_WAIT_MS = 1_000;
@@ -136,6 +137,15 @@ export class CampaignDeliverer {
       // A stale claim whose message was never stored: the provider was never called.
     }
 
+    // Quiet hours and the marketing cap of the organization (sending-rules-check.ts).
+    if (
+      !(await sendingRulesAllow(db, clock, {
+        ...row,
+        template_name: row.template_name,
+        template_language: row.template_language,
+      }))
+    )
+      return;
     const paceKey = row.number_id ?? `agent:${row.agent_id}`;
     const slot = await this.deps.pacer.reserve(paceKey, MAX_PACE_WAIT_MS);
     if (!slot.ok) throw new RetryLater(this.spread(paceKey, slot.retryInMs), 'waiting for the number’s pace');

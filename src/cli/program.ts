@@ -41,6 +41,7 @@ const EXAMPLES: Record<string, string> = {
   'org list': 'parley org list',
   'org plan': 'parley org plan --org org_... --plan paid',
   'org country': 'parley org country --org org_... --country GB',
+  'org update': 'parley org update --org org_... --quiet-hours 21:00-08:00 --time-zone Europe/Lisbon --marketing-cap 2',
   'agent create': 'parley agent create --org org_... --name Support --number +14155550123 --json',
   'agent list': 'parley agent list --org org_...',
   'key create':
@@ -77,6 +78,8 @@ const EXAMPLES: Record<string, string> = {
   'campaign pause': 'parley campaign pause --org org_... --id cmp_...',
   'campaign resume': 'parley campaign resume --org org_... --id cmp_...',
   'campaign remove': 'parley campaign remove --org org_... --id cmp_... --json',
+  'campaign send': 'parley campaign send --org org_... --id cmp_... --segment seg_... --at 2026-12-24T10:00:00Z',
+  'campaign send-show': 'parley campaign send-show --org org_... --id cmp_... --send snd_... --json',
   'user create': 'parley user create --org org_... --email ada@example.com --role owner --password-stdin',
   'user list': 'parley user list --org org_...',
   'user remove': 'parley user remove --org org_... --email ada@example.com',

@@ -18,6 +18,7 @@ import { campaignListPage, mayCreateCampaign, STATUS_WORDS, STATUSES, templateTe
 import { field, formatTime, html, isHtmx, type PageKit, redirectAfterPost } from './page-kit.js';
 import { PAGE_SIZE, pageRequestOf, pagerOf } from './pager.js';
 import { progressOf, STATUS_LABELS } from './progress.js';
+import { registerSegmentSendPages, segmentSendsSection } from './segment-sends.pages.js';
 import type { Session } from './session.service.js';
 import { renderPage, renderPartial } from './views.js';
 
@@ -56,6 +57,7 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
     campaignId: string,
     query: Record<string, string | undefined>,
     dialog?: string,
+    sends?: string,
   ) => {
     const campaign = await campaignWithCounts(db, session.org.id, campaignId);
     const status = isStatus(query.status) ? query.status : undefined;
@@ -103,6 +105,7 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
         pager: pagerOf(pagePath(campaign.id), { status }, deliveries),
         keys: keyRows.filter((k) => k.revokedText === ''),
         revokedKeys: keyRows.filter((k) => k.revokedText !== ''),
+        sends: sends ?? (await segmentSendsSection(ctx, session, campaign.id)),
       },
       dialog,
     );
@@ -127,6 +130,9 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
       open,
     });
   };
+  registerSegmentSendPages(app, ctx, kit, (session, campaignId, sends) =>
+    campaignPage(session, campaignId, {}, undefined, sends),
+  );
   const mayCreate = (session: Session) => canManage(session) && session.org.plan === 'paid';
 
   app.get('/dashboard/campaigns/:campaignId', kit.signedIn, async (request, reply) => {

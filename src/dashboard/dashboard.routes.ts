@@ -29,6 +29,8 @@ import {
   setCookie,
 } from './page-kit.js';
 import { registerPeoplePages } from './people.pages.js';
+import { registerSegmentPages } from './segments.pages.js';
+import { registerSendingRulePages } from './sending-rules.pages.js';
 import { type Session, sameToken, sessionOf } from './session.service.js';
 import { registerSettingsPages } from './settings.pages.js';
 import { registerSignInPages } from './sign-in.pages.js';
@@ -156,6 +158,8 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   registerCampaignCreatePages(app, ctx, kit);
   registerCampaignPages(app, ctx, kit);
   registerEndUserPages(app, ctx, kit);
+  registerSegmentPages(app, ctx, kit);
+  registerSendingRulePages(app, ctx, kit);
   registerAuditPages(app, ctx, kit);
   registerPeoplePages(app, ctx, kit);
   registerInboxPages(app, ctx, kit);

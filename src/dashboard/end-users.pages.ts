@@ -14,10 +14,13 @@ export function registerEndUserPages(app: FastifyInstance, ctx: AppContext, kit:
     const session = kit.sessionOf(request);
     const query = request.query as Record<string, string | undefined>;
     const q = (query.q ?? '').trim().slice(0, 200);
+    // One `key:value` attribute filter, as the API's `attribute` parameter.
+    const attribute = (query.attribute ?? '').trim().slice(0, 1100);
     let page: Awaited<ReturnType<typeof pageOfEndUsers>> = { data: [], next: null, previous: null };
     let error: string | undefined;
     try {
-      page = await pageOfEndUsers(db, session.org.id, q ? { q } : {}, pageRequestOf(query));
+      const filter = { ...(q ? { q } : {}), ...(attribute ? { attribute: [attribute] } : {}) };
+      page = await pageOfEndUsers(db, session.org.id, filter, pageRequestOf(query));
     } catch (err) {
       if (!isAppError(err) || err.code !== 'INVALID_BODY') throw err;
       error = err.message.replace(/^Invalid query parameter: /, '');
@@ -32,15 +35,22 @@ export function registerEndUserPages(app: FastifyInstance, ctx: AppContext, kit:
           section: 'end-users',
           org: session.org,
           q,
+          attribute,
           error,
           pageSize: PAGE_SIZE,
-          pager: pagerOf('/dashboard/end-users', { q }, page),
+          pager: pagerOf('/dashboard/end-users', { q, attribute }, page),
           rows: page.data.map((u) => ({
             id: u._id,
             name: u.name ?? '—',
             email: u.email ?? '—',
             phone: u.phone ?? '—',
             tags: u.tags.length > 0 ? u.tags.join(', ') : '—',
+            attributes:
+              Object.keys(u.attributes).length > 0
+                ? Object.entries(u.attributes)
+                    .map(([k, v]) => `${k}: ${String(v)}`)
+                    .join(', ')
+                : '—',
             origin: u.origin,
             created: formatTime(u.createdAt),
             lastSeen: u.lastSeenAt === null ? 'Never' : formatTime(u.lastSeenAt),

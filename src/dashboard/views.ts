@@ -51,6 +51,13 @@ const VIEWS = [
   'inbox-composer',
   'inbox-template-fields',
   'inbox-note-form',
+  // Segments, schedules and analytics.
+  'segments',
+  'segment',
+  'segment-count',
+  'campaign-sends',
+  'campaign-sends-table',
+  'sending-rules',
 ] as const;
 
 export type ViewName = (typeof VIEWS)[number];

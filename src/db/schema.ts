@@ -1,6 +1,6 @@
 import type { Generated } from 'kysely';
 import type { AuditLogTable } from '../audit/audit.tables.js';
-import type { CampaignDedupeKeyTable, CampaignDeliveryTable } from '../campaigns/campaign.tables.js';
+import type { CampaignDedupeKeyTable, CampaignDeliveryTable, SegmentSendTable } from '../campaigns/campaign.tables.js';
 import type {
   ConversationNoteTable,
   ConversationTable,
@@ -13,7 +13,7 @@ import type {
   SignInFailureTable,
   UserTable,
 } from '../dashboard/dashboard.tables.js';
-import type { EndUserTable, EndUserTagTable } from '../end-users/end-user.table.js';
+import type { EndUserAttributeTable, EndUserTable, EndUserTagTable } from '../end-users/end-user.table.js';
 import type { EventDeliveryTable, EventEndpointTable } from '../events/event.tables.js';
 import type { IdempotencyKeyTable } from '../idempotency/idempotency.table.js';
 import type { JobDeadLetterTable, JobTable } from '../jobs/jobs.tables.js';
@@ -29,6 +29,8 @@ import type {
   PendingStatusTable,
   UnroutedWebhookTable,
 } from '../messaging/messaging.tables.js';
+import type { SegmentTable } from '../segments/segment.tables.js';
+import type { OrgSendingRulesTable } from '../sending-rules/sending-rules.tables.js';
 
 /** Tables as the database stores them: snake_case columns, times in ms since epoch. */
 export interface OrganizationTable {
@@ -102,6 +104,10 @@ export interface DB {
   messaging_windows: MessagingWindowTable;
   end_users: EndUserTable;
   end_user_tags: EndUserTagTable;
+  end_user_attributes: EndUserAttributeTable;
+  segments: SegmentTable;
+  segment_sends: SegmentSendTable;
+  org_sending_rules: OrgSendingRulesTable;
   idempotency_keys: IdempotencyKeyTable;
   webhook_unrouted: UnroutedWebhookTable;
   jobs: JobTable;

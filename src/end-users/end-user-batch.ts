@@ -4,10 +4,11 @@ import type { DB } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId, randomBase62 } from '../shared/ids.js';
-import type { Origin } from './end-user.model.js';
+import type { Attributes, Origin } from './end-user.model.js';
 import {
   findHolders,
   findOrgCountry,
+  insertAttributes,
   insertEndUsersSkippingConflicts,
   insertTags,
   toEndUser,
@@ -15,7 +16,7 @@ import {
 import type { BatchItemFailed, BatchItemResult } from './end-user.schemas.js';
 import { validateBatchItem } from './end-user.schemas.js';
 import type { EndUserTable } from './end-user.table.js';
-import { BUSY, duplicateMessage, prepareRow, REFUSED } from './end-user-input.js';
+import { attributeRows, BUSY, duplicateMessage, prepareRow, REFUSED } from './end-user-input.js';
 import { isRefusedWrite, withWriteRetry } from './write-retry.js';
 
 /** `POST /api/endusers/batch` and the CSV import: creating up to 1,000 records at once. */
@@ -42,6 +43,7 @@ interface Candidate {
   index: number;
   row: EndUserTable;
   tags: string[];
+  attributes: Attributes;
 }
 
 /** One global order for the unique keys a batch takes (email, then phone), so batches cannot deadlock on them. */
@@ -66,6 +68,10 @@ async function insertItems(db: Kysely<DB>, orgId: string, items: readonly Candid
       .filter((p) => ids.has(p.row.id))
       .flatMap((p) => p.tags.map((tag) => ({ end_user_id: p.row.id, org_id: orgId, tag })));
     if (tagRows.length > 0) await insertTags(trx, tagRows);
+    const attributes = items
+      .filter((p) => ids.has(p.row.id))
+      .flatMap((p) => attributeRows(orgId, p.row.id, p.attributes));
+    if (attributes.length > 0) await insertAttributes(trx, attributes);
     return ids;
   });
 }

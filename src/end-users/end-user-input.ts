@@ -1,6 +1,15 @@
 import { AppError } from '../shared/errors.js';
 import { normalizePhone } from '../shared/phone.js';
-import type { ChannelIdentifiers, ConsentMap, Origin } from './end-user.model.js';
+import {
+  ATTRIBUTE_KEY,
+  type Attributes,
+  type AttributeValue,
+  type ChannelIdentifiers,
+  type ConsentMap,
+  MAX_ATTRIBUTE_TEXT,
+  MAX_ATTRIBUTES,
+  type Origin,
+} from './end-user.model.js';
 import type { EndUserBatchItem } from './end-user.schemas.js';
 import { MAX_NAME, MAX_TAG } from './end-user.schemas.js';
 import type { EndUserTable } from './end-user.table.js';
@@ -69,6 +78,73 @@ export function cleanTags(values: readonly string[]): string[] {
   return out;
 }
 
+function cleanAttributeValue(value: unknown, field: string): AttributeValue {
+  if (typeof value === 'string') {
+    refuseNul(value, field);
+    if (lengthOf(value) > MAX_ATTRIBUTE_TEXT) {
+      throw invalid(field, `Invalid body: '${field}' must be at most ${MAX_ATTRIBUTE_TEXT} characters.`);
+    }
+    return value;
+  }
+  if (typeof value === 'boolean') return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  throw invalid(field, `Invalid body: '${field}' must be a string, a number or a boolean.`);
+}
+
+function checkAttributeKey(key: string): void {
+  if (!ATTRIBUTE_KEY.test(key)) {
+    const shown = key.length > 70 ? `${key.slice(0, 64)}...` : key;
+    throw invalid(
+      `attributes.${shown}`,
+      `Invalid body: the attribute key '${shown}' must be 1 to 64 characters of A-Z, a-z, 0-9 and _.`,
+    );
+  }
+}
+
+function checkAttributeCount(attributes: Attributes): void {
+  if (Object.keys(attributes).length > MAX_ATTRIBUTES) {
+    throw invalid('attributes', `Invalid body: 'attributes' must have at most ${MAX_ATTRIBUTES} keys.`);
+  }
+}
+
+/** Attributes as given on create or batch, checked against every rule. */
+export function cleanAttributes(input: Record<string, unknown>): Attributes {
+  const out: Attributes = {};
+  for (const [key, value] of Object.entries(input)) {
+    checkAttributeKey(key);
+    out[key] = cleanAttributeValue(value, `attributes.${key}`);
+  }
+  checkAttributeCount(out);
+  return out;
+}
+
+/** A PATCH's attributes merged key by key into the current ones: null removes a key, a null object all. */
+export function mergeAttributes(current: Attributes, patch: Record<string, unknown> | null): Attributes {
+  if (patch === null) return {};
+  const out: Attributes = { ...current };
+  for (const [key, value] of Object.entries(patch)) {
+    checkAttributeKey(key);
+    if (value === null) delete out[key];
+    else out[key] = cleanAttributeValue(value, `attributes.${key}`);
+  }
+  checkAttributeCount(out);
+  return out;
+}
+
+/** How an attribute value is stored for the filter, and compared: numbers and booleans as their JSON text. */
+export const attributeText = (value: AttributeValue): string =>
+  typeof value === 'string' ? value : JSON.stringify(value);
+
+/** The end_user_attributes rows of one record. */
+export function attributeRows(orgId: string, endUserId: string, attributes: Attributes) {
+  return Object.entries(attributes).map(([name, value]) => ({
+    end_user_id: endUserId,
+    org_id: orgId,
+    name,
+    value: attributeText(value),
+  }));
+}
+
 type ConsentInput = { status: 'granted' | 'denied' | 'unknown'; updatedAt?: number; source?: string };
 export function toConsentState(input: ConsentInput, now: number, field: string) {
   if (input.source !== undefined) refuseNul(input.source, `${field}.source`);
@@ -83,7 +159,7 @@ export function prepareRow(
   country: string | null,
   now: number,
   id: string,
-): { row: EndUserTable; tags: string[] } {
+): { row: EndUserTable; tags: string[]; attributes: Attributes } {
   const name = item.name === undefined ? null : cleanName(item.name);
   const email = item.email === undefined ? null : cleanEmail(item.email);
   const phone = item.phone === undefined ? null : cleanPhone(item.phone, country);
@@ -91,6 +167,7 @@ export function prepareRow(
     throw new AppError('INVALID_BODY', 'Invalid body: give at least one of name, email, phone.');
   }
   const tags = cleanTags(item.tags ?? []);
+  const attributes = cleanAttributes(item.attributes ?? {});
   const channelIdentifiers: ChannelIdentifiers = {};
   if (item.channelIdentifiers?.msgapp !== undefined) {
     channelIdentifiers.msgapp = cleanPhone(item.channelIdentifiers.msgapp, country, 'channelIdentifiers.msgapp');
@@ -99,6 +176,7 @@ export function prepareRow(
   if (item.consent?.msgapp) consent.msgapp = toConsentState(item.consent.msgapp, now, 'consent.msgapp');
   return {
     tags,
+    attributes,
     row: {
       id,
       org_id: orgId,
@@ -110,6 +188,7 @@ export function prepareRow(
       origin,
       channel_identifiers: JSON.stringify(channelIdentifiers),
       consent: JSON.stringify(consent),
+      attributes: JSON.stringify(attributes),
       created_at: now,
       last_seen_at: null,
       updated_at: now,

@@ -5,7 +5,7 @@ import { decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { AppError } from '../shared/errors.js';
 import { type PageRequest, pageOf, seekOf, type TwoWayPage } from '../shared/page.js';
 import { nationalPhonePrefix, normalizePhone } from '../shared/phone.js';
-import { type EndUser, isOrigin, ORIGINS } from './end-user.model.js';
+import { ATTRIBUTE_KEY, type EndUser, isOrigin, ORIGINS } from './end-user.model.js';
 import { findOrgCountry, type ListFilter, listEndUserRows, toEndUser } from './end-user.repository.js';
 import type { EndUserListQuery } from './end-user.schemas.js';
 import { MAX_TAG } from './end-user.schemas.js';
@@ -66,6 +66,7 @@ async function filterOf(db: Kysely<DB>, orgId: string, query: EndUserListQuery):
     filter.tag = tag;
   }
   if (query.updatedSince !== undefined) filter.updatedSince = query.updatedSince;
+  if (query.attribute !== undefined) filter.attributes = query.attribute.map(parseAttributeFilter);
   if (query.email !== undefined) {
     const email = normalizeEmail(query.email);
     if (!email) throw invalid('email', "Invalid query parameter: 'email' is not a valid email address.");
@@ -81,6 +82,19 @@ async function filterOf(db: Kysely<DB>, orgId: string, query: EndUserListQuery):
     if (query.q !== undefined) filter.search = searchOf(query.q, country);
   }
   return filter;
+}
+
+/** `key:value` (split at the first colon: the value may hold colons); the key follows the attribute rules. */
+export function parseAttributeFilter(text: string): { name: string; value: string } {
+  const at = text.indexOf(':');
+  const name = at === -1 ? text : text.slice(0, at);
+  if (at === -1 || !ATTRIBUTE_KEY.test(name)) {
+    throw invalid(
+      'attribute',
+      "Invalid query parameter: 'attribute' must be key:value, the key 1 to 64 characters of A-Z, a-z, 0-9 and _.",
+    );
+  }
+  return { name, value: text.slice(at + 1) };
 }
 
 export const invalidOrigin = () =>

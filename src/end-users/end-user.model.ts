@@ -14,10 +14,17 @@ export interface ConsentState {
   source: string;
 }
 
+export type AttributeValue = string | number | boolean;
+export type Attributes = Record<string, AttributeValue>;
+/** Attribute rules: at most 50 keys of [A-Za-z0-9_]{1,64}, strings of at most 1,000 characters. */
+export const MAX_ATTRIBUTES = 50;
+export const MAX_ATTRIBUTE_TEXT = 1000;
+export const ATTRIBUTE_KEY = /^[A-Za-z0-9_]{1,64}$/;
+
 export type ChannelIdentifiers = Partial<Record<Channel, string>>;
 export type ConsentMap = Partial<Record<Channel, ConsentState>>;
 
-/** Absent values are null (name, email, phone, lastSeenAt), [] (tags) or {} (channel maps). */
+/** Absent values are null (name, email, phone, lastSeenAt), [] (tags) or {} (channel maps, attributes). */
 export interface EndUser {
   _id: string;
   name: string | null;
@@ -27,6 +34,7 @@ export interface EndUser {
   origin: Origin;
   channelIdentifiers: ChannelIdentifiers;
   consent: ConsentMap;
+  attributes: Attributes;
   createdAt: number;
   lastSeenAt: number | null;
   updatedAt: number;

@@ -1,7 +1,7 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import Ajv from 'ajv';
 import { CodedError, describeValidation } from '../http/errors.js';
-import { CONSENT_STATUSES, ORIGINS } from './end-user.model.js';
+import { CONSENT_STATUSES, MAX_ATTRIBUTE_TEXT, MAX_ATTRIBUTES, ORIGINS } from './end-user.model.js';
 
 /** Integers the API takes (times, limits) stay within what a JavaScript number holds exactly. */
 export const MAX_INTEGER = Number.MAX_SAFE_INTEGER;
@@ -58,6 +58,16 @@ const ConsentMapInput = Type.Object(
   { additionalProperties: false, description: 'Per-channel consent.' },
 );
 
+const AttributeValue = Type.Union([Type.String(), Type.Number(), Type.Boolean()]);
+const ATTRIBUTES_TEXT =
+  `At most ${MAX_ATTRIBUTES} keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most ` +
+  `${MAX_ATTRIBUTE_TEXT} characters), numbers or booleans.`;
+// Keys, their count and string lengths are checked in end-user-input.ts, where the message names the key.
+const AttributesInput = Type.Record(Type.String(), AttributeValue, {
+  description: `Custom attributes. ${ATTRIBUTES_TEXT}`,
+  examples: [{ plan: 'pro', seats: 12, trial: false }],
+});
+
 const itemFields = {
   name: Type.Optional(Name),
   email: Type.Optional(Email),
@@ -65,6 +75,7 @@ const itemFields = {
   tags: Type.Optional(Tags),
   channelIdentifiers: Type.Optional(ChannelIdentifiersInput),
   consent: Type.Optional(ConsentMapInput),
+  attributes: Type.Optional(AttributesInput),
 };
 
 export const EndUserCreateBody = Type.Object(
@@ -128,6 +139,13 @@ export const EndUserPatchBody = Type.Object(
         ),
       ),
     ),
+    attributes: Type.Optional(
+      Nullable(
+        Type.Record(Type.String(), Nullable(AttributeValue), {
+          description: `Merged key by key: a null value removes the key; null for the whole object removes all. ${ATTRIBUTES_TEXT}`,
+        }),
+      ),
+    ),
   },
   {
     title: 'EndUserPatch',
@@ -135,7 +153,7 @@ export const EndUserPatchBody = Type.Object(
     additionalProperties: false,
     description:
       'JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent ' +
-      'merge per channel. _id, origin, createdAt, updatedAt and lastSeenAt are read-only.',
+      'merge per channel, attributes merge per key. _id, origin, createdAt, updatedAt and lastSeenAt are read-only.',
   },
 );
 export type EndUserPatchBody = Static<typeof EndUserPatchBody>;
@@ -156,6 +174,7 @@ export const EndUserSchema = Type.Object(
     origin: OriginSchema,
     channelIdentifiers: Type.Object({ msgapp: Type.Optional(E164) }, { description: '{} when none.' }),
     consent: Type.Object({ msgapp: Type.Optional(ConsentState) }, { description: '{} when none.' }),
+    attributes: Type.Record(Type.String(), AttributeValue, { description: 'Custom attributes; {} when none.' }),
     createdAt: Type.Integer({ description: 'ms since epoch' }),
     lastSeenAt: Nullable(Type.Integer({ description: 'ms since epoch of the last inbound message; null if none' })),
     updatedAt: Type.Integer({ description: 'ms since epoch' }),
@@ -172,6 +191,7 @@ export const EndUserSchema = Type.Object(
         origin: 'manual',
         channelIdentifiers: { msgapp: '+14155550100' },
         consent: {},
+        attributes: { plan: 'pro', seats: 12 },
         createdAt: 1795386969828,
         lastSeenAt: null,
         updatedAt: 1795386969828,
@@ -212,6 +232,15 @@ export const EndUserListQuery = Type.Object(
         minimum: 0,
         maximum: MAX_INTEGER,
         description: 'Records updated at or after this time (ms since epoch, decimal digits).',
+      }),
+    ),
+    attribute: Type.Optional(
+      Type.Array(Type.String({ minLength: 3, maxLength: 1100 }), {
+        maxItems: 10,
+        description:
+          '`key:value`, repeatable (up to 10, all must match): records whose attribute `key` is `value`. Numbers ' +
+          'and booleans compare as their JSON text (`seats:12`, `trial:false`).',
+        examples: [['plan:pro']],
       }),
     ),
   },
@@ -296,12 +325,12 @@ const INVALID_URL_TEXT =
   'INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more ' +
   'segments (`/api/endusers/a/b`), with any method; answered before the key is checked.';
 const INVALID_BODY_TEXT =
-  'INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` ' +
-  'names the field at fault.';
+  'INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name, an ' +
+  'attribute breaking its rules (key, count, length, type); `field` names the field at fault.';
 
 const BAD_REQUEST: Record<EndUserOperation, string> = {
   list:
-    'INVALID_BODY: a malformed query value (limit, cursor, updatedSince, tag, email, phone, q), an integer not ' +
+    'INVALID_BODY: a malformed query value (limit, cursor, updatedSince, tag, email, phone, q, attribute), an integer not ' +
     'written in decimal digits or out of range, or an unknown parameter; `field` names it. INVALID_ORIGIN: ' +
     '`origin` is not exactly one of inbound, imported, manual.',
   create: `${INVALID_BODY_TEXT} Also a missing or unknown origin. CREATE_FAILED: the database refused the record for a reason other than a duplicate, or stayed too busy to take it; retry.`,

@@ -12,8 +12,10 @@ import {
   findEndUser,
   findHolders,
   findOrgCountry,
+  insertAttributes,
   insertEndUser,
   insertTags,
+  replaceAttributes,
   replaceTags,
   toEndUser,
   updateEndUserRow,
@@ -21,6 +23,7 @@ import {
 import type { EndUserCreateBody, EndUserPatchBody } from './end-user.schemas.js';
 import type { EndUserTable } from './end-user.table.js';
 import {
+  attributeRows,
   BUSY,
   cleanEmail,
   cleanName,
@@ -28,6 +31,7 @@ import {
   cleanTags,
   duplicateMessage,
   invalid,
+  mergeAttributes,
   prepareRow,
   REFUSED,
   toConsentState,
@@ -64,16 +68,20 @@ export async function createEndUser(
 ): Promise<EndUser> {
   const country = await findOrgCountry(db, orgId);
   const { origin, ...item } = input;
-  const { row, tags } = prepareRow(orgId, origin, item, country, clock.now(), newId('eu'));
+  const { row, tags, attributes } = prepareRow(orgId, origin, item, country, clock.now(), newId('eu'));
+  const attributeList = attributeRows(orgId, row.id, attributes);
   try {
     await withWriteRetry(async () => {
-      if (tags.length === 0) return insertEndUser(db, row);
+      if (tags.length === 0 && attributeList.length === 0) return insertEndUser(db, row);
       await db.transaction().execute(async (trx) => {
         await insertEndUser(trx, row);
-        await insertTags(
-          trx,
-          tags.map((tag) => ({ end_user_id: row.id, org_id: orgId, tag })),
-        );
+        if (tags.length > 0) {
+          await insertTags(
+            trx,
+            tags.map((tag) => ({ end_user_id: row.id, org_id: orgId, tag })),
+          );
+        }
+        if (attributeList.length > 0) await insertAttributes(trx, attributeList);
       });
     });
   } catch (err) {
@@ -166,8 +174,14 @@ export async function updateEndUser(
           else if (msgapp !== undefined) next.msgapp = toConsentState(msgapp, now, 'consent.msgapp');
           set.consent = JSON.stringify(next);
         }
+        let attributes: ReturnType<typeof mergeAttributes> | undefined;
+        if (patch.attributes !== undefined) {
+          attributes = mergeAttributes(current.attributes, patch.attributes);
+          set.attributes = JSON.stringify(attributes);
+        }
         await updateEndUserRow(trx, orgId, id, set);
         if (tags !== undefined) await replaceTags(trx, orgId, id, tags);
+        if (attributes !== undefined) await replaceAttributes(trx, orgId, id, attributeRows(orgId, id, attributes));
         return toEndUser({ ...row, ...set });
       }),
     );

@@ -14,6 +14,8 @@ export interface EndUserTable {
   channel_identifiers: string;
   /** JSON object, channel → { status, updatedAt, source }. */
   consent: string;
+  /** JSON object of attributes (migration 0060); end_user_attributes mirrors it. Optional on insert. */
+  attributes?: string;
   created_at: number;
   last_seen_at: number | null;
   updated_at: number;
@@ -23,4 +25,12 @@ export interface EndUserTagTable {
   end_user_id: string;
   org_id: string;
   tag: string;
+}
+
+/** One attribute of an end user: its value as text (numbers and booleans as their JSON text). */
+export interface EndUserAttributeTable {
+  end_user_id: string;
+  org_id: string;
+  name: string;
+  value: string;
 }

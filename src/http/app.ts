@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
 import { campaignRoutes } from '../campaigns/campaign.routes.js';
+import { segmentSendRoutes } from '../campaigns/segment-send.routes.js';
 import { channelRoutes } from '../channels/channel.routes.js';
 import { type Config, REGION_NAMES } from '../config.js';
 import type { AppContext } from '../context.js';
@@ -17,6 +18,7 @@ import { webhookRoutes } from '../messaging/webhook.routes.js';
 import { installMetricsHook, opsRoutes } from '../ops/ops.routes.js';
 import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
 import { sentLogRoutes } from '../sandbox/sent-log.routes.js';
+import { segmentRoutes } from '../segments/segment.routes.js';
 import { AppError } from '../shared/errors.js';
 import { triggerRoutes } from '../triggers/trigger.routes.js';
 import { apiReference } from './api-reference.js';
@@ -196,11 +198,13 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
   const features: FastifyPluginAsync<{ ctx: AppContext }>[] = [
     // feature plugins go here, e.g. endUserRoutes, channelRoutes
     endUserRoutes,
+    segmentRoutes,
     channelRoutes,
     messageRoutes,
     triggerRoutes,
     conversationRoutes,
     campaignRoutes,
+    segmentSendRoutes,
     webhookRoutes,
     sandboxRoutes,
     sentLogRoutes,

@@ -49,6 +49,10 @@ export const OPERATION_IDS: Readonly<Record<string, string>> = {
 export const TAGS: readonly { name: string; description: string }[] = [
   { name: 'public', description: 'Health, readiness and this document: no key needed.' },
   { name: 'end users', description: 'End-user records of the organization (permission End-users, organization keys).' },
+  {
+    name: 'segments',
+    description: 'Saved filters of end users, their counts and members (permission End-users, organization keys).',
+  },
   { name: 'channels', description: 'Sending messages from an agent’s number, and their delivery statuses.' },
   { name: 'triggers', description: 'Starting conversations at an agent’s trigger points (permission Triggers).' },
   { name: 'conversations', description: 'Conversations and their messages (permission Channels or Triggers).' },

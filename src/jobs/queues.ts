@@ -34,6 +34,9 @@ export const INBOUND_MEDIA_QUEUE = 'inbound-media';
 /** Scheduled: deletes media older than PARLEY_MEDIA_RETENTION_DAYS, once every PARLEY_MEDIA_SWEEP_MS across the region's nodes (media: `media-retention.ts`). */
 export const MEDIA_RETENTION_QUEUE = 'media-retention';
 
+/** Turns the members of a segment into deliveries of a campaign, once, at the send's time (campaigns: `segment-send.task.ts`). */
+export const SEGMENT_SEND_QUEUE = 'segment-send';
+
 /** Every queue's name. */
 export const QUEUE_NAMES = [
   EVENT_DELIVERY_QUEUE,
@@ -46,6 +49,7 @@ export const QUEUE_NAMES = [
   HOLDING_TEXT_QUEUE,
   INBOUND_MEDIA_QUEUE,
   MEDIA_RETENTION_QUEUE,
+  SEGMENT_SEND_QUEUE,
 ] as const;
 
 export type QueueName = (typeof QUEUE_NAMES)[number];

@@ -54,7 +54,9 @@ export type IdKind =
   | 'inv'
   | 'aud'
   | 'nte'
-  | 'med';
+  | 'med'
+  | 'seg'
+  | 'snd';
 
 /** Unguessable identifiers: a kind prefix and 22 base62 characters (about 131 random bits). */
 export function newId(kind: IdKind): string {

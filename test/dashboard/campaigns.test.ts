@@ -258,7 +258,7 @@ describe.each(DIALECTS)('dashboard campaigns and end users (%s)', (dialect) => {
     const both = first.body + second.body;
     expect(new Set([...ids(first.body), ...ids(second.body)]).size).toBe(52);
     expect(both).toContain(
-      `<tr data-end-user-id="${ada._id}"><td>Ada Lovelace</td><td>ada@example.com</td><td>+16502000001</td><td>vip, beta</td><td>manual</td>`,
+      `<tr data-end-user-id="${ada._id}"><td>Ada Lovelace</td><td>ada@example.com</td><td>+16502000001</td><td>vip, beta</td><td>—</td><td>manual</td>`,
     );
     expect(both).toContain(
       `<tr data-end-user-id="${grace._id}"><td>Grace Hopper</td><td>grace@example.com</td><td>—</td>`,

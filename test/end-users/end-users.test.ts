@@ -280,6 +280,7 @@ describe.each(DIALECTS)('end users (%s)', (dialect) => {
         origin: 'manual',
         channelIdentifiers: { msgapp: '+14155550199' },
         consent: { msgapp: { status: 'granted', updatedAt: expect.any(Number), source: 'web form' } },
+        attributes: {},
         createdAt: expect.any(Number),
         lastSeenAt: null,
         updatedAt: body.createdAt,

@@ -101,6 +101,71 @@ export interface paths {
         patch: operations["updateEndUser"];
         trace?: never;
     };
+    "/api/segments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List segments, newest first
+         * @description Each `count` is the one taken when the segment was last read by ID (or created).
+         */
+        get: operations["getSegments"];
+        put?: never;
+        /**
+         * Save a segment of end users
+         * @description A saved filter; answered with the count of end users it matches now.
+         */
+        post: operations["postSegments"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/segments/{segmentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A segment, with its members counted now */
+        get: operations["getSegmentsSegmentId"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a segment
+         * @description Its end users stay; a send scheduled to it and not yet run ends canceled when it comes due.
+         */
+        delete: operations["deleteSegmentsSegmentId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/segments/{segmentId}/endusers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A segment's end users, newest first
+         * @description Keyset pagination: pass `nextCursor` back as `cursor` until it is null.
+         */
+        get: operations["getSegmentsSegmentIdEndusers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/channels/send": {
         parameters: {
             query?: never;
@@ -358,6 +423,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/campaigns/{campaignId}/sends": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the campaign to a segment, now or at a time
+         * @description Answered 202 once the send is stored with its job. At `at` (or at once) the segment is read once, on one node, and each member becomes a delivery of the campaign as if posted to its webhook (the member's msgapp identifier, else its phone; members whose msgapp consent is denied, or without a phone, are counted and skipped; one delivery per member and send). A paused campaign keeps the deliveries queued until it is resumed.
+         */
+        post: operations["postCampaignsCampaignIdSends"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/campaigns/{campaignId}/sends/{sendId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A send of the campaign to a segment: its status and counts */
+        get: operations["getCampaignsCampaignIdSendsSendId"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a scheduled send
+         * @description Only before it runs: 409 once it is running or done. Canceling a canceled send answers it again.
+         */
+        delete: operations["deleteCampaignsCampaignIdSendsSendId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/msgapp": {
         parameters: {
             query?: never;
@@ -570,6 +676,10 @@ export interface components {
          *         "msgapp": "+14155550100"
          *       },
          *       "consent": {},
+         *       "attributes": {
+         *         "plan": "pro",
+         *         "seats": 12
+         *       },
          *       "createdAt": 1795386969828,
          *       "lastSeenAt": null,
          *       "updatedAt": 1795386969828
@@ -604,6 +714,10 @@ export interface components {
                     source: string;
                 };
             };
+            /** @description Custom attributes; {} when none. */
+            attributes: {
+                [key: string]: string | number | boolean;
+            };
             /** @description ms since epoch */
             createdAt: number;
             /** @description ms since epoch of the last inbound message; null if none */
@@ -628,6 +742,10 @@ export interface components {
          *             "msgapp": "+14155550100"
          *           },
          *           "consent": {},
+         *           "attributes": {
+         *             "plan": "pro",
+         *             "seats": 12
+         *           },
          *           "createdAt": 1795386969828,
          *           "lastSeenAt": null,
          *           "updatedAt": 1795386969828
@@ -684,6 +802,17 @@ export interface components {
                     source?: string;
                 };
             };
+            /**
+             * @description Custom attributes. At most 50 keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most 1000 characters), numbers or booleans.
+             * @example {
+             *       "plan": "pro",
+             *       "seats": 12,
+             *       "trial": false
+             *     }
+             */
+            attributes?: {
+                [key: string]: string | number | boolean;
+            };
         };
         /**
          * EndUserBatchRequest
@@ -735,6 +864,17 @@ export interface components {
                         source?: string;
                     };
                 };
+                /**
+                 * @description Custom attributes. At most 50 keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most 1000 characters), numbers or booleans.
+                 * @example {
+                 *       "plan": "pro",
+                 *       "seats": 12,
+                 *       "trial": false
+                 *     }
+                 */
+                attributes?: {
+                    [key: string]: string | number | boolean;
+                };
             }[];
         };
         /**
@@ -759,6 +899,10 @@ export interface components {
          *               "msgapp": "+14155550100"
          *             },
          *             "consent": {},
+         *             "attributes": {
+         *               "plan": "pro",
+         *               "seats": 12
+         *             },
          *             "createdAt": 1795386969828,
          *             "lastSeenAt": null,
          *             "updatedAt": 1795386969828
@@ -800,7 +944,7 @@ export interface components {
         };
         /**
          * EndUserPatch
-         * @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel. _id, origin, createdAt, updatedAt and lastSeenAt are read-only.
+         * @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel, attributes merge per key. _id, origin, createdAt, updatedAt and lastSeenAt are read-only.
          * @example {
          *       "name": "Ada King",
          *       "tags": [
@@ -835,6 +979,10 @@ export interface components {
                     source?: string;
                 } | null;
             } | null;
+            /** @description Merged key by key: a null value removes the key; null for the whole object removes all. At most 50 keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most 1000 characters), numbers or booleans. */
+            attributes?: {
+                [key: string]: (string | number | boolean) | (never | null);
+            } | null;
         };
         /**
          * EndUserDeleted
@@ -847,6 +995,94 @@ export interface components {
             _id: string;
             /** @enum {boolean} */
             deleted: true;
+        };
+        /** SegmentCreateRequest */
+        SegmentCreateRequest: {
+            /** @description Trimmed; 1 to 100 characters. */
+            name: string;
+            /** @description Conditions combine with AND. An empty filter is every end user of the organization. */
+            filter: {
+                tags?: {
+                    /** @description Records carrying at least one of these tags. */
+                    any?: string[];
+                    /** @description Records carrying every one of these tags. */
+                    all?: string[];
+                };
+                /** @enum {string} */
+                origin?: "inbound" | "imported" | "manual";
+                /** @description Every key must hold this value (at most 20 keys); numbers and booleans compare as their JSON text, as the attribute= list filter does. */
+                attributes?: {
+                    [key: string]: string | number | boolean;
+                };
+                /**
+                 * @description granted: msgapp consent granted. not_denied: anything but denied (unknown or none too).
+                 * @enum {string}
+                 */
+                consent?: "granted" | "not_denied";
+                /** @description Last seen at or after (ms); never-seen records do not match. */
+                lastSeenAfter?: number;
+                /** @description Last seen before (ms); never-seen records do not match. */
+                lastSeenBefore?: number;
+                /** @description Created at or after (ms). */
+                createdAfter?: number;
+            };
+        };
+        /** Segment */
+        Segment: {
+            /** @description seg_ and 22 characters. */
+            id: string;
+            name: string;
+            /** @description Conditions combine with AND. An empty filter is every end user of the organization. */
+            filter: {
+                tags?: {
+                    /** @description Records carrying at least one of these tags. */
+                    any?: string[];
+                    /** @description Records carrying every one of these tags. */
+                    all?: string[];
+                };
+                /** @enum {string} */
+                origin?: "inbound" | "imported" | "manual";
+                /** @description Every key must hold this value (at most 20 keys); numbers and booleans compare as their JSON text, as the attribute= list filter does. */
+                attributes?: {
+                    [key: string]: string | number | boolean;
+                };
+                /**
+                 * @description granted: msgapp consent granted. not_denied: anything but denied (unknown or none too).
+                 * @enum {string}
+                 */
+                consent?: "granted" | "not_denied";
+                /** @description Last seen at or after (ms); never-seen records do not match. */
+                lastSeenAfter?: number;
+                /** @description Last seen before (ms); never-seen records do not match. */
+                lastSeenBefore?: number;
+                /** @description Created at or after (ms). */
+                createdAfter?: number;
+            };
+            /** @description How many end users match now (counted when answered). */
+            count: number;
+            /** @description ms since epoch */
+            createdAt: number;
+        };
+        /** SegmentList */
+        SegmentList: {
+            data: components["schemas"]["Segment"][];
+            /** @description null on the last page. */
+            nextCursor: string | null;
+        };
+        /** SegmentDeleted */
+        SegmentDeleted: {
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        /**
+         * SegmentMembers
+         * @description The end users matching the segment now, newest first.
+         */
+        SegmentMembers: {
+            data: components["schemas"]["EndUser"][];
+            /** @description null on the last page. */
+            nextCursor: string | null;
         };
         /**
          * TemplateParameters
@@ -1772,6 +2008,43 @@ export interface components {
             data: components["schemas"]["Delivery"][];
             nextCursor: string | null;
         };
+        /** SegmentSendRequest */
+        SegmentSendRequest: {
+            /** @description The segment ID (seg_...), of the campaign’s organization. */
+            segment: string;
+            /** @description When to send, ms since epoch (up to a year ahead); absent or past: at once. */
+            at?: number;
+            parameters?: components["schemas"]["TemplateParameters"];
+        };
+        /** SegmentSend */
+        SegmentSend: {
+            /** @description snd_ and 22 characters. */
+            id: string;
+            /** @enum {string} */
+            status: "scheduled" | "running" | "done" | "canceled";
+            /** @description When it runs (or ran), ms since epoch. */
+            at: number;
+            segment: string;
+            segmentName: string;
+            /** @description Progress through the segment; members = accepted + duplicates + optedOut + skipped. */
+            counts: {
+                /** @description Members of the segment read so far. */
+                members: number;
+                /** @description Deliveries made. */
+                accepted: number;
+                /** @description Members this send had already made a delivery for. */
+                duplicates: number;
+                /** @description Members whose msgapp consent is denied: no delivery. */
+                optedOut: number;
+                /** @description Members without a phone number (or with one that is not valid). */
+                skipped: number;
+            };
+            /** @description Why a send ended without running; else null. */
+            error: string | null;
+            createdAt: number;
+            startedAt: number | null;
+            finishedAt: number | null;
+        };
         /**
          * ProviderWebhookChallenge
          * @example 1158201444
@@ -2274,6 +2547,13 @@ export interface operations {
                 q?: string;
                 /** @description Records updated at or after this time (ms since epoch, decimal digits). */
                 updatedSince?: number;
+                /**
+                 * @description `key:value`, repeatable (up to 10, all must match): records whose attribute `key` is `value`. Numbers and booleans compare as their JSON text (`seats:12`, `trial:false`).
+                 * @example [
+                 *       "plan:pro"
+                 *     ]
+                 */
+                attribute?: string[];
             };
             header?: never;
             path?: never;
@@ -2290,7 +2570,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUserList"];
                 };
             };
-            /** @description INVALID_BODY: a malformed query value (limit, cursor, updatedSince, tag, email, phone, q), an integer not written in decimal digits or out of range, or an unknown parameter; `field` names it. INVALID_ORIGIN: `origin` is not exactly one of inbound, imported, manual. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: a malformed query value (limit, cursor, updatedSince, tag, email, phone, q, attribute), an integer not written in decimal digits or out of range, or an unknown parameter; `field` names it. INVALID_ORIGIN: `origin` is not exactly one of inbound, imported, manual. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2393,6 +2673,10 @@ export interface operations {
                      *         "msgapp": "+14155550100"
                      *       },
                      *       "consent": {},
+                     *       "attributes": {
+                     *         "plan": "pro",
+                     *         "seats": 12
+                     *       },
                      *       "createdAt": 1795386969828,
                      *       "lastSeenAt": null,
                      *       "updatedAt": 1795386969828
@@ -2401,7 +2685,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUser"];
                 };
             };
-            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` names the field at fault. Also a missing or unknown origin. CREATE_FAILED: the database refused the record for a reason other than a duplicate, or stayed too busy to take it; retry. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name, an attribute breaking its rules (key, count, length, type); `field` names the field at fault. Also a missing or unknown origin. CREATE_FAILED: the database refused the record for a reason other than a duplicate, or stayed too busy to take it; retry. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2598,6 +2882,10 @@ export interface operations {
                      *         "msgapp": "+14155550100"
                      *       },
                      *       "consent": {},
+                     *       "attributes": {
+                     *         "plan": "pro",
+                     *         "seats": 12
+                     *       },
                      *       "createdAt": 1795386969828,
                      *       "lastSeenAt": null,
                      *       "updatedAt": 1795386969828
@@ -2780,7 +3068,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel. _id, origin, createdAt, updatedAt and lastSeenAt are read-only. */
+        /** @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel, attributes merge per key. _id, origin, createdAt, updatedAt and lastSeenAt are read-only. */
         requestBody: {
             content: {
                 /**
@@ -2816,6 +3104,10 @@ export interface operations {
                      *         "msgapp": "+14155550100"
                      *       },
                      *       "consent": {},
+                     *       "attributes": {
+                     *         "plan": "pro",
+                     *         "seats": 12
+                     *       },
                      *       "createdAt": 1795386969828,
                      *       "lastSeenAt": null,
                      *       "updatedAt": 1795386969828
@@ -2824,7 +3116,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUser"];
                 };
             };
-            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` names the field at fault. Also a read-only field (_id, origin, createdAt, updatedAt, lastSeenAt). UPDATE_FAILED: the email or phone is on another record (`field`, `existingId`), or the database refused the change. INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name, an attribute breaking its rules (key, count, length, type); `field` names the field at fault. Also a read-only field (_id, origin, createdAt, updatedAt, lastSeenAt). UPDATE_FAILED: the email or phone is on another record (`field`, `existingId`), or the database refused the change. INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2890,6 +3182,448 @@ export interface operations {
                 };
             };
             /** @description SERVICE_UNAVAILABLE: the server is shutting down; retry after the seconds in Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+        };
+    };
+    getSegments: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description nextCursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentList"];
+                };
+            };
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description FORBIDDEN: The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+        };
+    };
+    postSegments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "VIPs on pro",
+                 *       "filter": {
+                 *         "tags": {
+                 *           "any": [
+                 *             "vip"
+                 *           ]
+                 *         },
+                 *         "attributes": {
+                 *           "plan": "pro"
+                 *         },
+                 *         "consent": "not_denied"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SegmentCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "name": "VIPs on pro",
+                     *       "filter": {
+                     *         "tags": {
+                     *           "any": [
+                     *             "vip"
+                     *           ]
+                     *         },
+                     *         "attributes": {
+                     *           "plan": "pro"
+                     *         },
+                     *         "consent": "not_denied"
+                     *       },
+                     *       "count": 1280,
+                     *       "createdAt": 1795386969828
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Segment"];
+                };
+            };
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description FORBIDDEN: The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+        };
+    };
+    getSegmentsSegmentId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                segmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "name": "VIPs on pro",
+                     *       "filter": {
+                     *         "tags": {
+                     *           "any": [
+                     *             "vip"
+                     *           ]
+                     *         },
+                     *         "attributes": {
+                     *           "plan": "pro"
+                     *         },
+                     *         "consent": "not_denied"
+                     *       },
+                     *       "count": 1280,
+                     *       "createdAt": 1795386969828
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Segment"];
+                };
+            };
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description FORBIDDEN: The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description NOT_FOUND: Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+        };
+    };
+    deleteSegmentsSegmentId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                segmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentDeleted"];
+                };
+            };
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description FORBIDDEN: The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description NOT_FOUND: Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+        };
+    };
+    getSegmentsSegmentIdEndusers: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description nextCursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                segmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The end users matching the segment now, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentMembers"];
+                };
+            };
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description FORBIDDEN: The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description NOT_FOUND: Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4335,6 +5069,343 @@ export interface operations {
             };
             /** @description Not found. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    postCampaignsCampaignIdSends: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The campaign ID (`cmp_...`). */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "segment": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+                 *       "at": 1795400000000
+                 *     }
+                 */
+                "application/json": components["schemas"]["SegmentSendRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "snd_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "status": "scheduled",
+                     *       "at": 1795400000000,
+                     *       "segment": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "segmentName": "VIPs on pro",
+                     *       "counts": {
+                     *         "members": 0,
+                     *         "accepted": 0,
+                     *         "duplicates": 0,
+                     *         "optedOut": 0,
+                     *         "skipped": 0
+                     *       },
+                     *       "error": null,
+                     *       "createdAt": 1795386969828,
+                     *       "startedAt": null,
+                     *       "finishedAt": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SegmentSend"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    getCampaignsCampaignIdSendsSendId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaignId: string;
+                sendId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "snd_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "status": "scheduled",
+                     *       "at": 1795400000000,
+                     *       "segment": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "segmentName": "VIPs on pro",
+                     *       "counts": {
+                     *         "members": 0,
+                     *         "accepted": 0,
+                     *         "duplicates": 0,
+                     *         "optedOut": 0,
+                     *         "skipped": 0
+                     *       },
+                     *       "error": null,
+                     *       "createdAt": 1795386969828,
+                     *       "startedAt": null,
+                     *       "finishedAt": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SegmentSend"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    deleteCampaignsCampaignIdSendsSendId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaignId: string;
+                sendId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "snd_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "status": "scheduled",
+                     *       "at": 1795400000000,
+                     *       "segment": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "segmentName": "VIPs on pro",
+                     *       "counts": {
+                     *         "members": 0,
+                     *         "accepted": 0,
+                     *         "duplicates": 0,
+                     *         "optedOut": 0,
+                     *         "skipped": 0
+                     *       },
+                     *       "error": null,
+                     *       "createdAt": 1795386969828,
+                     *       "startedAt": null,
+                     *       "finishedAt": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SegmentSend"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

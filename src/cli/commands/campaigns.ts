@@ -16,6 +16,7 @@ import { createLogger } from '../../shared/logger.js';
 import { type AdminContext, type DbFlags, withAdmin } from '../admin.js';
 import { formatTable, print, printJson } from '../output.js';
 import { action, dbOptions } from '../run.js';
+import { registerCampaignAudienceCommands } from './campaign-audiences.js';
 
 type Flags = DbFlags & { org: string };
 
@@ -197,4 +198,6 @@ export function registerCampaignCommands(program: Command): void {
         );
       }),
     );
+
+  registerCampaignAudienceCommands(campaign, withJobStore);
 }

@@ -12,7 +12,7 @@ import {
 } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
 import type { Command } from 'commander';
-import { isOrigin, ORIGINS } from '../../end-users/end-user.model.js';
+import { ATTRIBUTE_KEY, isOrigin, ORIGINS } from '../../end-users/end-user.model.js';
 import { MAX_BATCH } from '../../end-users/end-user.schemas.js';
 import { createEndUsers } from '../../end-users/end-user.service.js';
 import { getOrganization } from '../../orgs/org.service.js';
@@ -20,15 +20,19 @@ import { type DbFlags, withAdmin } from '../admin.js';
 import { print, printJson } from '../output.js';
 import { action, CliError, dbOptions, fail } from '../run.js';
 
-/** Columns the import reads; others are ignored. Tags are separated by `;` or `|`. */
+/**
+ * Columns the import reads as fields; tags are separated by `;` or `|`. Every other column is an
+ * attribute named as its header (`--refuse-unknown-columns` stops the import instead).
+ */
 const COLUMNS = ['name', 'email', 'phone', 'tags'] as const;
 type Column = (typeof COLUMNS)[number];
-type Row = Partial<Record<Column, string>>;
+type Row = Partial<Record<Column, string>> & { attributes?: Record<string, string> };
 
 interface ImportFlags extends DbFlags {
   org: string;
   origin: string;
   rejects?: string;
+  refuseUnknownColumns?: boolean;
 }
 
 /** A record longer than this is an error (most often an unclosed quote swallowing the rest of the file). */
@@ -49,6 +53,7 @@ function toItem(row: Row): Record<string, unknown> {
       .map((t) => t.trim())
       .filter(Boolean);
   }
+  if (row.attributes && Object.keys(row.attributes).length > 0) item.attributes = row.attributes;
   return item;
 }
 
@@ -133,6 +138,40 @@ function lineOfFailedRecord(file: string, offset: number, line: number): number 
   }
 }
 
+/**
+ * The header's columns that are not fields: attributes named as written (their keys follow the
+ * attribute rules), or, when refused, the reason the import stops before anything is imported.
+ */
+function unknownColumns(
+  header: readonly string[],
+  names: readonly string[],
+  file: string,
+  refuse: boolean,
+): { index: number; name: string }[] {
+  const out: { index: number; name: string }[] = [];
+  for (const [index, raw] of header.entries()) {
+    const lower = names[index] ?? '';
+    if ((COLUMNS as readonly string[]).includes(lower) || raw.trim() === '') continue;
+    out.push({ index, name: raw.trim() });
+  }
+  if (out.length === 0) return out;
+  const list = out.map((c) => `"${c.name}"`).join(', ');
+  if (refuse) fail(`${file} has columns other than name, email, phone, tags: ${list} (nothing was imported)`);
+  const bad = out.filter((c) => !ATTRIBUTE_KEY.test(c.name));
+  if (bad.length > 0) {
+    fail(
+      `${file}: the columns ${bad.map((c) => `"${c.name}"`).join(', ')} cannot be attributes (a key is 1 to 64 ` +
+        'characters of A-Z, a-z, 0-9 and _); rename them or pass --refuse-unknown-columns (nothing was imported)',
+    );
+  }
+  const seen = new Set<string>();
+  for (const c of out) {
+    if (seen.has(c.name)) fail(`${file}: the column "${c.name}" appears twice (nothing was imported)`);
+    seen.add(c.name);
+  }
+  return out;
+}
+
 interface ParsedRecord {
   record: string[];
   raw: string;
@@ -144,12 +183,16 @@ export function registerEndUserCommands(program: Command): void {
   dbOptions(
     endusers
       .command('import')
-      .description('import end users from a CSV file (columns name, email, phone, tags), through the API rules')
+      .description(
+        'import end users from a CSV file (columns name, email, phone, tags; any other column is an attribute), ' +
+          'through the API rules',
+      )
       .argument('<file>', 'CSV file with a header row'),
   )
     .requiredOption('--org <id>', 'organization ID')
     .option('--origin <origin>', `origin of the records: ${ORIGINS.join(', ')}`, 'imported')
     .option('--rejects <file>', 'CSV of rejected rows with reasons (default: <file>.rejects.csv, when any)')
+    .option('--refuse-unknown-columns', 'stop, importing nothing, when a column is not name, email, phone or tags')
     .action(
       action(async (file: string, flags: ImportFlags) => {
         if (!isOrigin(flags.origin)) fail(`--origin must be one of ${ORIGINS.join(', ')}, got "${flags.origin}"`);
@@ -210,9 +253,17 @@ export function registerEndUserCommands(program: Command): void {
           const writeReject = async (line: number, row: Row, code: string, field: string, reason: string) => {
             if (!rejects) {
               rejects = createWriteStream(rejectsPath);
-              rejects.write(csvLine(['line', ...COLUMNS, 'code', 'field', 'reason']));
+              rejects.write(csvLine(['line', ...COLUMNS, ...extra.map((e) => e.name), 'code', 'field', 'reason']));
             }
-            if (!rejects.write(csvLine([String(line), ...COLUMNS.map((c) => row[c] ?? ''), code, field, reason]))) {
+            const cells = [
+              String(line),
+              ...COLUMNS.map((c) => row[c] ?? ''),
+              ...extra.map((e) => row.attributes?.[e.name] ?? ''),
+              code,
+              field,
+              reason,
+            ];
+            if (!rejects.write(csvLine(cells))) {
               await once(rejects, 'drain');
             }
           };
@@ -244,6 +295,8 @@ export function registerEndUserCommands(program: Command): void {
           };
 
           let columns: (Column | undefined)[] | undefined;
+          /** The columns that are attributes: their position and header. */
+          let extra: { index: number; name: string }[] = [];
           let line = 1; // where the next raw text starts
           let afterRaw = '';
           let bytes = 0; // where the last record read ends in the file
@@ -262,6 +315,7 @@ export function registerEndUserCommands(program: Command): void {
               if (!COLUMNS.slice(0, 3).some((c) => columns?.includes(c))) {
                 fail(`${file} has none of the columns name, email, phone in its header row`);
               }
+              extra = unknownColumns(record, names, file, flags.refuseUnknownColumns === true);
               return;
             }
             rows++;
@@ -269,6 +323,10 @@ export function registerEndUserCommands(program: Command): void {
             for (const [i, column] of columns.entries()) {
               const value = record[i];
               if (column && value) row[column] = value;
+            }
+            for (const { index, name } of extra) {
+              const value = record[index];
+              if (value) row.attributes = { ...row.attributes, [name]: value };
             }
             batch.push({ line: start, row });
             if (batch.length >= MAX_BATCH) await flush();

@@ -23,6 +23,10 @@ import { idempotencyClaimToken } from './0020-idempotency-claim-token.js';
 import { media } from './0022-media.js';
 import { peopleInTheLoop } from './0036-people-in-the-loop.js';
 import { richOutbound } from './0040-rich-outbound.js';
+import { endUserAttributes } from './0060-end-user-attributes.js';
+import { segments } from './0061-segments.js';
+import { segmentSends } from './0062-segment-sends.js';
+import { orgSendingRules } from './0063-org-sending-rules.js';
 
 export type { MigrationDeps, Sealer } from './0017-sealed-endpoint-secrets.js';
 
@@ -55,6 +59,10 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0022-media': media,
     '0036-people-in-the-loop': peopleInTheLoop,
     '0040-rich-outbound': richOutbound,
+    '0060-end-user-attributes': endUserAttributes,
+    '0061-segments': segments,
+    '0062-segment-sends': segmentSends,
+    '0063-org-sending-rules': orgSendingRules,
   };
 }
 
