@@ -19,6 +19,20 @@ import { until } from '../helpers/wait.js';
  * JavaScript (the flows through them: browser.test.ts; a file of its own so that another fork runs
  * it meanwhile). Skipped as browser.test.ts is without chromium outside CI.
  */
+/** The pages of the main navigation, in its order. */
+const NAV_PAGES = [
+  'Home',
+  'Inbox',
+  'Agents',
+  'Conversations',
+  'Campaigns',
+  'End users',
+  'Segments',
+  'People',
+  'Audit log',
+  'Settings',
+];
+
 describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard pages in a browser', () => {
   let t: TestApp;
   let base: string;
@@ -124,18 +138,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard pages in a browser', () => 
         const menu = page.locator('details.page-menu');
         await menu.locator('summary').tap();
         const nav = page.getByRole('navigation', { name: 'Main' });
-        for (const link of [
-          'Home',
-          'Inbox',
-          'Agents',
-          'Conversations',
-          'Campaigns',
-          'End users',
-          'Segments',
-          'People',
-          'Audit log',
-          'Settings',
-        ]) {
+        for (const link of NAV_PAGES) {
           const box = await nav.getByRole('link', { name: link, exact: true }).boundingBox();
           expect(box && box.x >= 0 && box.x + box.width <= 390 && box.y + box.height <= 844, link).toBe(true);
         }
@@ -157,7 +160,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard pages in a browser', () => 
               (l) => (l as unknown as { getBoundingClientRect(): { height: number } }).getBoundingClientRect().height,
             ),
           );
-        expect(heights.length).toBe(9);
+        expect(heights.length).toBe(NAV_PAGES.length);
         // The API reference carries Parley's name and mark (a screenshot to look at).
         await page.goto(`${base}/api/docs`);
         await page.locator('.topbar img[src^="data:image/svg+xml"]').waitFor();
