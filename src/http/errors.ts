@@ -38,6 +38,7 @@ const CHANNEL_PREFIXES = [
   '/api/sandbox',
   '/api/conversations',
   '/api/campaigns',
+  '/api/media',
 ];
 
 export function familyOfUrl(url: string): Family {
