@@ -6,8 +6,9 @@
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DIALECTS } from '../helpers/app.js';
+import { DIALECTS, PG_URL, type TestDialect } from '../helpers/app.js';
 import { expectMatchesContract } from '../helpers/contract.js';
 import { call } from '../helpers/http.js';
 import { pngOf, sha256Of } from '../helpers/media.js';
@@ -19,16 +20,28 @@ import {
   sandboxInbound,
 } from '../helpers/messaging.js';
 import { multipartBody, pdfBytes } from '../helpers/multipart.js';
+import { startS3, type TestS3 } from '../helpers/s3.js';
 import { sandboxLog, sentPayloads } from '../helpers/sandbox-log.js';
 
-describe.each(DIALECTS)('POST /api/media (%s)', (dialect) => {
+/** SQLite with the folder store; PostgreSQL with S3 (a real S3-speaking server), or SQLite with it when no PostgreSQL is at hand. */
+const CASES: [TestDialect, 'folder' | 's3'][] = PG_URL
+  ? DIALECTS.map((d) => [d, d === 'postgres' ? 's3' : 'folder'])
+  : [
+      ['sqlite', 'folder'],
+      ['sqlite', 's3'],
+    ];
+
+describe.each(CASES)('POST /api/media (%s, %s store)', (dialect, store) => {
   let t: MessagingTestApp;
+  let s3: TestS3 | undefined;
   let x: Awaited<ReturnType<typeof makeSendingTenant>>;
   let stranger: Awaited<ReturnType<typeof makeSendingTenant>>;
   const user = randomPhone();
 
   beforeAll(async () => {
-    t = await createMessagingApp(dialect);
+    if (store === 's3') s3 = await startS3();
+    t = await createMessagingApp(dialect, { env: { ...s3?.env } });
+    expect(t.ctx.mediaStore.kind).toBe(store);
     x = await makeSendingTenant(t.ctx);
     stranger = await makeSendingTenant(t.ctx);
     expect((await sandboxInbound(t, x.agentKey.auth, user, 'hello')).statusCode).toBe(200);
@@ -36,6 +49,7 @@ describe.each(DIALECTS)('POST /api/media (%s)', (dialect) => {
   });
   afterAll(async () => {
     await t?.close();
+    await s3?.close();
   });
 
   const upload = (auth: Record<string, string>, file: Parameters<typeof multipartBody>[0]) => {
@@ -43,9 +57,16 @@ describe.each(DIALECTS)('POST /api/media (%s)', (dialect) => {
     return call(t, { method: 'POST', url: '/api/media', headers: { ...auth, ...headers }, payload: body });
   };
 
-  /** The organization's media rows and the files its folder holds. */
+  /** The organization's media rows and the files the store holds for it (its folder, or its keys in the bucket). */
   async function kept(orgId: string) {
     const rows = await t.ctx.db.selectFrom('media').select('id').where('org_id', '=', orgId).execute();
+    if (s3) {
+      const client = new S3Client({ endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true });
+      const listed = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
+      client.destroy();
+      const files = (listed.Contents ?? []).filter((o) => o.Key?.includes(`/${orgId}/`));
+      return { rows: rows.length, files: files.length };
+    }
     let files: string[] = [];
     try {
       files = readdirSync(join(t.ctx.mediaStore.where, orgId));
@@ -64,9 +85,11 @@ describe.each(DIALECTS)('POST /api/media (%s)', (dialect) => {
     });
 
   it('a PNG: 201 with its ID, type, size, SHA-256 and name; GET /api/media serves the same bytes', async () => {
+    const before = await kept(x.org.id);
     const png = pngOf(32, 32, [10, 120, 200]);
     const res = await upload(x.orgKey.auth, { bytes: png, type: 'image/png', filename: 'C:\\photos\\parcel.png' });
     expect(res.statusCode, res.body).toBe(201);
+    expect(await kept(x.org.id)).toEqual({ rows: before.rows + 1, files: before.files + 1 });
     expectMatchesContract(t.app, 'POST', '/api/media', res);
     expect(res.json()).toEqual({
       id: expect.stringMatching(/^med_/),
