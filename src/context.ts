@@ -17,6 +17,7 @@ import { createMediaStore, defineMediaRetention, type MediaStore } from './media
 import { createMessaging, type Messaging } from './messaging/messaging.js';
 import { secretBoxOf } from './numbers/index.js';
 import { Metrics } from './ops/metrics.js';
+import { type AccountTaskDeps, createPolicyDeps, defineAccountTasks } from './policies/policy-tasks.js';
 import { createSendRateLimiter, type SendRateLimiter } from './rate-limit/send-rate-limiter.js';
 import { AfterAnswer } from './shared/after-answer.js';
 import { type Clock, systemClock } from './shared/clock.js';
@@ -60,6 +61,8 @@ export interface AppContext {
   readonly live: LiveHub;
   /** Where the bytes of media live (PARLEY_MEDIA_STORE): the data folder or S3. */
   readonly mediaStore: MediaStore;
+  /** The numbers' template catalogues and health, read from the provider (src/policies/). */
+  readonly policies: AccountTaskDeps;
   close(): Promise<void>;
 }
 
@@ -175,6 +178,8 @@ export async function createContext(
     { db: database.db, store: mediaStore, clock, logger, retentionDays: config.media.retentionDays },
     config.media.sweepMs,
   );
+  const policies = createPolicyDeps(config, { db: database.db, clock, logger, messaging });
+  defineAccountTasks(jobs, policies, config.policies.templateSyncMs);
   // Every queue is defined by now (the features above); the store is prepared, then worked.
   await jobs.init();
   if (options.workJobs !== false) jobs.start();
@@ -196,6 +201,7 @@ export async function createContext(
     afterAnswer,
     live,
     mediaStore,
+    policies,
     async close() {
       // Before the job runner and the database: this work writes and raises events.
       await afterAnswer.idle();

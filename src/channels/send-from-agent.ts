@@ -18,6 +18,7 @@ import { newId } from '../shared/ids.js';
 import { endUserPhoneOf, windowKey } from '../shared/phone.js';
 import { recordSendAccepted, recordSendFailed } from './after-send.js';
 import { failureSentence } from './send-outcome.js';
+import { checkSendPolicies } from './send-policies.js';
 import { senderOf, storesWithRecipient } from './sender.js';
 
 export { recordAcceptance } from './send.fast.js';
@@ -33,7 +34,10 @@ export interface SendDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly jobs: JobRunner;
-  readonly config: { readonly conversations: { readonly idleMs: number } };
+  readonly config: {
+    readonly conversations: { readonly idleMs: number };
+    readonly policies?: { readonly optOutStrict: boolean };
+  };
   readonly messaging: {
     readonly provider: { send(input: ProviderSend): Promise<ProviderResult> };
     readonly secrets: { open(sealed: string): string };
@@ -164,6 +168,8 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
   const id = input.messageId ?? newId('msg');
   const now = ctx.clock.now();
   const deps = conversationDeps(ctx);
+  // The template catalogue and the recipient's consent, before anything is stored or sent.
+  await checkSendPolicies(ctx, input);
   // Most sends go to someone already known, in an open conversation: one read finds both, and the
   // key epoch that confirms a cached key, before anything else. On PostgreSQL that read also
   // stores the message (a template) when the conversation is live and both the cached key and the

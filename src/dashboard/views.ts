@@ -30,6 +30,7 @@ const VIEWS = [
   'error',
   // Agents' hooks, people and campaign creation (the dashboard does what the CLI does).
   'agent',
+  'agent-number',
   'hook-warning',
   'hook-create-dialog',
   'hook-created-dialog',

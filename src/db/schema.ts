@@ -28,6 +28,7 @@ import type {
   PendingStatusTable,
   UnroutedWebhookTable,
 } from '../messaging/messaging.tables.js';
+import type { NumberAccountTable, NumberTemplateTable, OrgConsentRulesTable } from '../policies/policies.tables.js';
 
 /** Tables as the database stores them: snake_case columns, times in ms since epoch. */
 export interface OrganizationTable {
@@ -117,6 +118,9 @@ export interface DB {
   message_authors: MessageAuthorTable;
   conversation_notes: ConversationNoteTable;
   media: MediaTable;
+  number_templates: NumberTemplateTable;
+  number_accounts: NumberAccountTable;
+  org_consent_rules: OrgConsentRulesTable;
 }
 
 // Re-exported so feature tables can use it without importing kysely directly.

@@ -14,6 +14,7 @@ import { mediaDownloadRoutes } from '../media/media-download.routes.js';
 import { messageRoutes } from '../messaging/message.routes.js';
 import { webhookRoutes } from '../messaging/webhook.routes.js';
 import { installMetricsHook, opsRoutes } from '../ops/ops.routes.js';
+import { templateRoutes } from '../policies/template.routes.js';
 import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
 import { sentLogRoutes } from '../sandbox/sent-log.routes.js';
 import { AppError } from '../shared/errors.js';
@@ -204,6 +205,7 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
     sandboxRoutes,
     sentLogRoutes,
     mediaDownloadRoutes,
+    templateRoutes,
     opsRoutes,
     // The web dashboard (/dashboard): HTML pages, hidden from the API description.
     dashboardRoutes,

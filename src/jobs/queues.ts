@@ -34,6 +34,19 @@ export const INBOUND_MEDIA_QUEUE = 'inbound-media';
 /** Scheduled: deletes media older than PARLEY_MEDIA_RETENTION_DAYS, once every PARLEY_MEDIA_SWEEP_MS across the region's nodes (media: `media-retention.ts`). */
 export const MEDIA_RETENTION_QUEUE = 'media-retention';
 
+/**
+ * Applies a provider webhook about an account or a number (a template's new status, a number's
+ * quality) once the webhook body was taken (policies: `account-change.task.ts`).
+ */
+export const ACCOUNT_CHANGE_QUEUE = 'account-change';
+/**
+ * Scheduled: reads every number's templates and quality from the provider again, once every
+ * PARLEY_TEMPLATE_SYNC_MS across the region's nodes (policies: `account-change.task.ts`).
+ */
+export const TEMPLATE_SYNC_QUEUE = 'template-sync';
+/** Sends an organization's opt-out confirmation and applies opt-out/opt-in keywords of inbound messages (policies). */
+export const CONSENT_KEYWORD_QUEUE = 'consent-keyword';
+
 /** Every queue's name. */
 export const QUEUE_NAMES = [
   EVENT_DELIVERY_QUEUE,
@@ -46,6 +59,9 @@ export const QUEUE_NAMES = [
   HOLDING_TEXT_QUEUE,
   INBOUND_MEDIA_QUEUE,
   MEDIA_RETENTION_QUEUE,
+  ACCOUNT_CHANGE_QUEUE,
+  TEMPLATE_SYNC_QUEUE,
+  CONSENT_KEYWORD_QUEUE,
 ] as const;
 
 export type QueueName = (typeof QUEUE_NAMES)[number];

@@ -424,6 +424,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the templates of an agent's number
+         * @description The templates of the agent's messaging number as the provider has them (synced when the number is added, every PARLEY_TEMPLATE_SYNC_MS, on `parley template sync`, and at once on the provider's status webhook). Permission Channels or Triggers. An agent key sees its own agent's number only (another agent: 403); an organization key must name the agent (400 otherwise).
+         */
+        get: operations["getTemplates"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/ready": {
         parameters: {
             query?: never;
@@ -4393,6 +4413,132 @@ export interface operations {
                 };
                 content: {
                     "application/octet-stream": components["schemas"]["MediaBytes"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    getTemplates: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The agent whose number's templates to list; an agent key may omit it (its own agent).
+                 * @example agt_4tV9sQ2mXc8Lr1Pz
+                 */
+                agent?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "name": "order_update",
+                     *           "language": "en_US",
+                     *           "category": "UTILITY",
+                     *           "status": "APPROVED",
+                     *           "header": {
+                     *             "format": "TEXT",
+                     *             "parameters": 1
+                     *           },
+                     *           "bodyParameters": 2,
+                     *           "buttons": [],
+                     *           "updatedAt": 1767225600000
+                     *         }
+                     *       ],
+                     *       "syncedAt": 1767225600000
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            name: string;
+                            /** @description xx_XX, as approved. */
+                            language: string;
+                            /** @description MARKETING, UTILITY or AUTHENTICATION. */
+                            category: string;
+                            /** @description APPROVED, PENDING, REJECTED, PAUSED or DISABLED (or another the provider gives). */
+                            status: string;
+                            /** @description null: no header. */
+                            header: {
+                                /** @description TEXT, IMAGE, VIDEO, DOCUMENT or LOCATION. */
+                                format: string;
+                                /** @description Parameters the header takes (a media header: 1, the file). */
+                                parameters: number;
+                            } | null;
+                            bodyParameters: number;
+                            buttons: {
+                                type: string;
+                                text: string;
+                            }[];
+                            /** @description When Parley last saw it change, ms since epoch. */
+                            updatedAt: number;
+                        }[];
+                        /** @description When the catalogue was last read from the provider; null: never (sends fall back to its answer). */
+                        syncedAt: number | null;
+                    };
                 };
             };
             /** @description Bad request: invalid input. */

@@ -22,6 +22,7 @@ import { listIndexes } from './0019-list-indexes.js';
 import { idempotencyClaimToken } from './0020-idempotency-claim-token.js';
 import { media } from './0022-media.js';
 import { peopleInTheLoop } from './0036-people-in-the-loop.js';
+import { templateCatalogue } from './0050-template-catalogue.js';
 
 export type { MigrationDeps, Sealer } from './0017-sealed-endpoint-secrets.js';
 
@@ -53,6 +54,7 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0020-idempotency-claim-token': idempotencyClaimToken,
     '0022-media': media,
     '0036-people-in-the-loop': peopleInTheLoop,
+    '0050-template-catalogue': templateCatalogue,
   };
 }
 
