@@ -169,7 +169,7 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
   const now = ctx.clock.now();
   const deps = conversationDeps(ctx);
   // The template catalogue and the recipient's consent, before anything is stored or sent.
-  await checkSendPolicies(ctx, input);
+  const checked = await checkSendPolicies(ctx, input);
   // Most sends go to someone already known, in an open conversation: one read finds both, and the
   // key epoch that confirms a cached key, before anything else. On PostgreSQL that read also
   // stores the message (a template) when the conversation is live and both the cached key and the
@@ -188,6 +188,11 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
         })
       : { ...(await findRecipient(ctx.db, orgId, agentId, phone)), stored: false };
   await input.confirmKey?.(recipient?.epoch);
+  // The catalogue changed since it was checked (on any node): checked again, before anything is
+  // stored. (A message stored by the recipient read was stored under the very epoch checked.)
+  if (checked && recipient && !recipient.stored && recipient.epoch !== checked.epoch) {
+    await checkSendPolicies(ctx, input, recipient.epoch);
+  }
   const known = recipient?.known;
 
   const sender = recipient?.stored && early ? early.sender : await senderOf(ctx, orgId, agentId);

@@ -1,8 +1,8 @@
 /** The policies that protect a number: its template catalogue, opt-out, its health. */
 export { type Catalogue, catalogueOf, templateCategory } from './catalogue.js';
 export type { CatalogueTemplate, TemplateCategory } from './template.model.js';
+export { catalogueProblems, checkTemplateOfNumber } from './template-check.service.js';
 export {
-  catalogueProblems,
   enforceTemplatePolicies,
   judgeTemplateSend,
   policyRefusal,

@@ -1,8 +1,8 @@
 import { AppError } from '../shared/errors.js';
 import { endUserPhoneOf } from '../shared/phone.js';
-import { type Catalogue, type CatalogueDeps, catalogueOf } from './catalogue.js';
+import { type CatalogueDeps, catalogueOf } from './catalogue.js';
 import { consentOfPhone } from './consent.fast.js';
-import { templateKey } from './template.model.js';
+import { catalogueProblems } from './template-check.service.js';
 
 /** What a template send's policies need: the catalogue, the consent read, and how strict opt-out is. */
 export interface TemplatePolicyDeps extends CatalogueDeps {
@@ -25,45 +25,12 @@ export type TemplateRule = 'template' | 'parameters' | 'consent';
 
 /** What the catalogue and the recipient's consent say of a template send: each rule's problem, if any. */
 export interface TemplateVerdict {
+  /** The key epoch the catalogue was read under (a send checks again if its own read sees another). */
+  readonly epoch: number | undefined;
   /** Whether the number's catalogue was ever synced (else the provider's answer decides). */
   readonly synced: boolean;
   readonly category: string | undefined;
   readonly problems: Partial<Record<TemplateRule, string>>;
-}
-
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-
-/** The catalogue's problem with a template (unknown, not approved) and with its parameter counts. */
-export function catalogueProblems(
-  catalogue: Catalogue,
-  t: Pick<TemplateSendInput, 'name' | 'language'> & Partial<Pick<TemplateSendInput, 'header' | 'body'>>,
-): Partial<Record<'template' | 'parameters', string>> & { category?: string } {
-  if (!catalogue.synced) return {};
-  const label = `template ${t.name} (${t.language})`;
-  const found = catalogue.templates.get(templateKey(t.name, t.language));
-  if (!found) {
-    const others = catalogue.languages.get(t.name);
-    return {
-      template: others
-        ? `${label} does not exist on this agent's number; ${t.name} exists in ${others.join(', ')}`
-        : `${label} does not exist on this agent's number`,
-    };
-  }
-  if (found.status !== 'APPROVED') {
-    return {
-      category: found.category,
-      template: `${label} is ${found.status}, not APPROVED, so the provider would refuse it`,
-    };
-  }
-  const out: { parameters?: string; category: string } = { category: found.category };
-  if (t.body && t.body.length !== found.bodyParameters) {
-    out.parameters = `${label} expects ${plural(found.bodyParameters, 'body parameter')}, got ${t.body.length}`;
-  } else if (t.header && found.header?.format === 'TEXT' && t.header.length !== found.header.parameters) {
-    out.parameters = `${label} expects ${plural(found.header.parameters, 'header parameter')}, got ${t.header.length}`;
-  } else if (t.header && !found.header && t.header.length > 0) {
-    out.parameters = `${label} has no header, got ${plural(t.header.length, 'header parameter')}`;
-  }
-  return out;
 }
 
 interface ConsentState {
@@ -91,11 +58,21 @@ async function consentOf(deps: CatalogueDeps, orgId: string, to: string): Promis
  * `consent.msgapp.status` is `denied` is refused. Reads the database only for what it must: the
  * catalogue from memory, the consent only for a send it can refuse.
  */
-export async function judgeTemplateSend(deps: TemplatePolicyDeps, input: TemplateSendInput): Promise<TemplateVerdict> {
-  const catalogue = await catalogueOf(deps, input.orgId, input.numberId);
+export async function judgeTemplateSend(
+  deps: TemplatePolicyDeps,
+  input: TemplateSendInput,
+  seenEpoch?: number,
+): Promise<TemplateVerdict> {
+  const { catalogue, epoch } = await catalogueOf(deps, input.orgId, input.numberId, seenEpoch);
   const { category, ...problems } = catalogueProblems(catalogue, input);
   const strict = deps.config.policies?.optOutStrict === true;
-  const verdict: { synced: boolean; category: string | undefined; problems: Partial<Record<TemplateRule, string>> } = {
+  const verdict: {
+    epoch: number | undefined;
+    synced: boolean;
+    category: string | undefined;
+    problems: Partial<Record<TemplateRule, string>>;
+  } = {
+    epoch,
     synced: catalogue.synced,
     category,
     problems,
@@ -118,11 +95,19 @@ export const policyRefusal = (rule: TemplateRule, sentence: string): AppError =>
     details: { rule, ...(rule === 'consent' ? { reason: 'opted_out' } : {}) },
   });
 
-/** Throws the first problem of a template send, in the order template, parameters, consent. */
-export async function enforceTemplatePolicies(deps: TemplatePolicyDeps, input: TemplateSendInput): Promise<void> {
-  const { problems } = await judgeTemplateSend(deps, input);
+/**
+ * Throws the first problem of a template send, in the order template, parameters, consent; else
+ * resolves with the key epoch the catalogue was read under.
+ */
+export async function enforceTemplatePolicies(
+  deps: TemplatePolicyDeps,
+  input: TemplateSendInput,
+  seenEpoch?: number,
+): Promise<number | undefined> {
+  const { problems, epoch } = await judgeTemplateSend(deps, input, seenEpoch);
   for (const rule of ['template', 'parameters', 'consent'] as const) {
     const problem = problems[rule];
     if (problem) throw policyRefusal(rule, problem);
   }
+  return epoch;
 }

@@ -145,7 +145,9 @@ describe.each(DIALECTS)('the template catalogue (%s)', (dialect) => {
     const page = await owner.get(`/dashboard/agents/${tenant.agent.id}`);
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('<h2 id="templates-heading">Templates</h2>');
-    expect(page.body).toMatch(/<td><code>spring_sale<\/code><\/td><td>en_US<\/td><td>MARKETING<\/td><td>APPROVED<\/td>/);
+    expect(page.body).toMatch(
+      /<td><code>spring_sale<\/code><\/td><td>en_US<\/td><td>MARKETING<\/td><td>APPROVED<\/td>/,
+    );
     expect(page.body).toContain('<td>TEXT (1)</td><td>2</td>');
   });
 });
