@@ -31,6 +31,7 @@ const VIEWS = [
   // Agents' hooks, people and campaign creation (the dashboard does what the CLI does).
   'agent',
   'agent-number',
+  'opt-out',
   'hook-warning',
   'hook-create-dialog',
   'hook-created-dialog',

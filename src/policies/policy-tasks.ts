@@ -7,6 +7,7 @@ import type { AccountTaskDeps } from './account-change.task.js';
 import { createProviderAccount } from './provider-account.js';
 
 export { type AccountTaskDeps, defineAccountTasks } from './account-change.task.js';
+export { defineConsentKeywordQueue } from './consent-keyword.task.js';
 
 /**
  * What reading the provider's account endpoints needs, built once in context.ts: the provider's

@@ -92,6 +92,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard pages in a browser', () => 
       ['end-users', '/dashboard/end-users'],
       ['audit', '/dashboard/audit'],
       ['settings', '/dashboard/settings'],
+      ['opt-out', '/dashboard/settings/opt-out'],
       ['not-found', '/dashboard/nope'],
     ];
 

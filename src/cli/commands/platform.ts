@@ -14,6 +14,7 @@ import {
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, fail, parseList } from '../run.js';
+import { registerOrgUpdateCommand } from './org-update.js';
 
 export function registerPlatformCommands(program: Command): void {
   dbOptions(program.command('migrate').description('bring the region database up to date')).action(
@@ -99,6 +100,8 @@ export function registerPlatformCommands(program: Command): void {
         });
       }),
     );
+
+  registerOrgUpdateCommand(org);
 
   const agent = program.command('agent').description('AI agents');
   dbOptions(agent.command('create').description('create an agent; prints its public ID (convId)'))
