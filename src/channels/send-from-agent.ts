@@ -11,7 +11,6 @@ import type { ProviderResult, ProviderSend } from '../messaging/index.js';
 import { insertMessage, isWindowOpen, STATUS_RANK } from '../messaging/index.js';
 import type { MessageTable } from '../messaging/messaging.tables.js';
 import type { AfterAnswer } from '../shared/after-answer.js';
-import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
@@ -19,6 +18,7 @@ import { endUserPhoneOf, windowKey } from '../shared/phone.js';
 import { recordSendAccepted, recordSendFailed } from './after-send.js';
 import { failureSentence } from './send-outcome.js';
 import { checkSendPolicies } from './send-policies.js';
+import { closedWindowSentence, noNumberSentence, unknownAgentSentence } from './send-sentences.js';
 import { senderOf, storesWithRecipient } from './sender.js';
 
 export { recordAcceptance } from './send.fast.js';
@@ -196,20 +196,12 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
   const known = recipient?.known;
 
   const sender = recipient?.stored && early ? early.sender : await senderOf(ctx, orgId, agentId);
-  if (!sender) throw new AppError('NOT_FOUND', `No agent with ID '${clip(agentId, 64)}' in this organization.`);
-  if (!sender.numberId || !sender.phoneNumberId) {
-    throw new AppError(
-      'INVALID_BODY',
-      `Agent '${clip(agentId, 64)}' has no messaging number assigned, so it cannot send messages.`,
-    );
-  }
+  if (!sender) throw new AppError('NOT_FOUND', unknownAgentSentence(agentId));
+  if (!sender.numberId || !sender.phoneNumberId) throw new AppError('INVALID_BODY', noNumberSentence(agentId));
   const { numberId, accessToken } = sender;
 
   if (content.kind === 'text' && !(await isWindowOpen(ctx.db, numberId, windowKey(to), now))) {
-    throw new AppError(
-      'INVALID_BODY',
-      `${to} has not written to this agent's number in the last 24 hours, so free text cannot be sent; use type 'template' with an approved template.`,
-    );
+    throw new AppError('INVALID_BODY', closedWindowSentence(to));
   }
 
   if (!phone && wanted.required) {

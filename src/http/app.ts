@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPlug
 import type { Logger } from 'pino';
 import { campaignRoutes } from '../campaigns/campaign.routes.js';
 import { channelRoutes } from '../channels/channel.routes.js';
+import { sendCheckRoutes } from '../channels/send-check.routes.js';
 import { type Config, REGION_NAMES } from '../config.js';
 import type { AppContext } from '../context.js';
 import { conversationRoutes } from '../conversations/conversation.routes.js';
@@ -197,6 +198,7 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
     // feature plugins go here, e.g. endUserRoutes, channelRoutes
     endUserRoutes,
     channelRoutes,
+    sendCheckRoutes,
     messageRoutes,
     triggerRoutes,
     conversationRoutes,

@@ -121,6 +121,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/channels/send/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a send without sending it
+         * @description Takes the body of POST /api/channels/send with the same key, permission and body validation (401, 403, 400 as a send) and answers, sending nothing and consuming no rate limit, whether the send would go and why not: each of the rules agent, number, window, template, parameters, consent and rate_limit in that order, ok or with the sentence the send would have answered.
+         */
+        post: operations["postChannelsSendCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/messages/{messageId}": {
         parameters: {
             query?: never;
@@ -2882,6 +2902,151 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description The most constraining policy right now, or the one that refused: its name, remaining requests (r) and seconds until its window restarts (t), e.g. `"key";r=12;t=37`. */
                     RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    postChannelsSendCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "channel": "msgapp",
+                 *       "to": "+14155550100",
+                 *       "type": "template",
+                 *       "convId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
+                 *       "template": {
+                 *         "name": "order_update",
+                 *         "language": "en_US",
+                 *         "parameters": {
+                 *           "body": [
+                 *             "A-1042"
+                 *           ]
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ChannelSendRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "wouldSend": false,
+                     *       "checks": [
+                     *         {
+                     *           "rule": "agent",
+                     *           "ok": true
+                     *         },
+                     *         {
+                     *           "rule": "number",
+                     *           "ok": true
+                     *         },
+                     *         {
+                     *           "rule": "window",
+                     *           "ok": true,
+                     *           "reason": "a template may be sent at any time"
+                     *         },
+                     *         {
+                     *           "rule": "template",
+                     *           "ok": true
+                     *         },
+                     *         {
+                     *           "rule": "parameters",
+                     *           "ok": false,
+                     *           "reason": "Template order_update (en_US) expects 2 body parameters, got 1."
+                     *         },
+                     *         {
+                     *           "rule": "consent",
+                     *           "ok": true
+                     *         },
+                     *         {
+                     *           "rule": "rate_limit",
+                     *           "ok": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @description Whether the send would go to the provider now (every rule ok). */
+                        wouldSend: boolean;
+                        checks: {
+                            /** @description agent, number, window, template, parameters, consent or rate_limit, in that order. */
+                            rule: string;
+                            ok: boolean;
+                            /** @description Why not: the sentence the send would have answered; or a note on an ok. */
+                            reason?: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
