@@ -149,6 +149,27 @@ describe.each(DIALECTS)('opt-out that holds (%s)', (dialect) => {
       parameters: { body: ['20%'] },
     });
     const key = await makeKey(t.ctx, tenant.org.id, { scope: 'campaign', campaignId: campaign.id });
+    // The check says so first, and queues nothing.
+    const checked = await t.app.inject({
+      method: 'POST',
+      url: `/api/campaigns/${campaign.id}/webhook/check`,
+      headers: key.auth,
+      payload: { recipients: [{ to: out }, { to: other, dedupeKey: 'k1' }, { to: 'nope' }] },
+    });
+    expect(checked.statusCode, checked.body).toBe(200);
+    expect(checked.json()).toEqual({
+      success: true,
+      accepted: 2,
+      duplicates: 0,
+      rejected: 1,
+      results: [
+        { index: 0, status: 'queued', delivery: 'failed', reason: 'opted_out' },
+        { index: 1, status: 'queued', delivery: 'sent' },
+        { index: 2, status: 'rejected', error: expect.stringContaining('recipients[2].to must be a valid phone number') },
+      ],
+    });
+    const none = await t.app.inject({ method: 'GET', url: `/api/campaigns/${campaign.id}/deliveries`, headers: key.auth });
+    expect(none.json().data).toEqual([]);
     const accepted = await postRecipients(t, campaign.id, key.auth, [{ to: out }, { to: other }]);
     expect(accepted.statusCode, accepted.body).toBe(202);
     const deliveries = async () =>

@@ -116,7 +116,7 @@ describe.each(DIALECTS)('POST /api/channels/send/check (%s)', (dialect) => {
   ];
 
   it.each(cases)('agrees with the send: %s', async (_what, auth, body, refusedBy) => {
-    const payload = { channel: 'msgapp', ...body() };
+    const payload: Record<string, unknown> = { channel: 'msgapp', ...body() };
     const checked = await post('/api/channels/send/check', auth(), payload);
     expect(checked.statusCode, checked.body).toBe(200);
     expectMatchesContract(t.app, 'POST', '/api/channels/send/check', checked);

@@ -321,6 +321,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/campaigns/{campaignId}/webhook/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check recipients without queuing them
+         * @description Takes the body of POST /api/campaigns/{id}/webhook and answers what the webhook would, per recipient (`queued`, `duplicate`, `rejected`), and for each queued one whether its delivery would reach the provider (`delivery: "sent"`) or fail before it (`failed`, with the reason: `opted_out`, or the template catalogue's sentence). Nothing is queued, no dedupe key is stored, no limit is counted.
+         */
+        post: operations["postCampaignsCampaignIdWebhookCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/campaigns/{campaignId}": {
         parameters: {
             query?: never;
@@ -1529,6 +1549,30 @@ export interface components {
             duplicates: number;
             rejected: number;
             results: components["schemas"]["CampaignRecipientResult"][];
+        };
+        /** CampaignRecipientCheck */
+        CampaignRecipientCheck: {
+            /** @description Position of the recipient in the request. */
+            index: number;
+            /** @description What the webhook would answer for it. */
+            status: "queued" | "duplicate" | "rejected";
+            /** @description duplicate: the delivery its dedupe key already points at. */
+            deliveryId?: string;
+            /** @description Why the webhook would reject it. */
+            error?: string;
+            /** @description queued: whether its delivery would go to the provider, or fail before it. */
+            delivery?: "sent" | "failed";
+            /** @description Why the delivery would fail: `opted_out`, or the template catalogue’s sentence. */
+            reason?: string;
+        };
+        /** CampaignWebhookCheckResponse */
+        CampaignWebhookCheckResponse: {
+            /** @enum {boolean} */
+            success: true;
+            accepted: number;
+            duplicates: number;
+            rejected: number;
+            results: components["schemas"]["CampaignRecipientCheck"][];
         };
         /**
          * CampaignCounts
@@ -4079,6 +4123,144 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description The most constraining policy right now, or the one that refused: its name, remaining requests (r) and seconds until its window restarts (t), e.g. `"key";r=12;t=37`. */
                     RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    postCampaignsCampaignIdWebhookCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The campaign ID (`cmp_...`). */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "recipients": [
+                 *         {
+                 *           "to": "+14155550100",
+                 *           "parameters": {
+                 *             "body": [
+                 *               "Ada"
+                 *             ]
+                 *           },
+                 *           "dedupeKey": "order-1042"
+                 *         },
+                 *         {
+                 *           "to": "+14155550101"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CampaignWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "accepted": 2,
+                     *       "duplicates": 0,
+                     *       "rejected": 0,
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "status": "queued",
+                     *           "delivery": "sent"
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "status": "queued",
+                     *           "delivery": "failed",
+                     *           "reason": "opted_out"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CampaignWebhookCheckResponse"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
