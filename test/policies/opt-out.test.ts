@@ -165,10 +165,18 @@ describe.each(DIALECTS)('opt-out that holds (%s)', (dialect) => {
       results: [
         { index: 0, status: 'queued', delivery: 'failed', reason: 'opted_out' },
         { index: 1, status: 'queued', delivery: 'sent' },
-        { index: 2, status: 'rejected', error: expect.stringContaining('recipients[2].to must be a valid phone number') },
+        {
+          index: 2,
+          status: 'rejected',
+          error: expect.stringContaining('recipients[2].to must be a valid phone number'),
+        },
       ],
     });
-    const none = await t.app.inject({ method: 'GET', url: `/api/campaigns/${campaign.id}/deliveries`, headers: key.auth });
+    const none = await t.app.inject({
+      method: 'GET',
+      url: `/api/campaigns/${campaign.id}/deliveries`,
+      headers: key.auth,
+    });
     expect(none.json().data).toEqual([]);
     const accepted = await postRecipients(t, campaign.id, key.auth, [{ to: out }, { to: other }]);
     expect(accepted.statusCode, accepted.body).toBe(202);
