@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { LastUsedTracker } from './auth/last-used.js';
 import { defineCampaignTasks } from './campaigns/campaign-tasks.js';
 import { createNumberPacer, type NumberPacer } from './campaigns/number-pacer.js';
+import { sendFromAgent } from './channels/index.js';
 import type { Config, RegionConfig } from './config.js';
 import { IdleSweeper } from './conversations/idle-sweep.js';
 import { countAllWaitingRows, defineBotFallbackQueue } from './conversations/index.js';
@@ -17,6 +18,12 @@ import { createMediaStore, defineMediaRetention, type MediaStore } from './media
 import { createMessaging, type Messaging } from './messaging/messaging.js';
 import { secretBoxOf } from './numbers/index.js';
 import { Metrics } from './ops/metrics.js';
+import {
+  type AccountTaskDeps,
+  createPolicyDeps,
+  defineAccountTasks,
+  defineConsentKeywordQueue,
+} from './policies/policy-tasks.js';
 import { createSendRateLimiter, type SendRateLimiter } from './rate-limit/send-rate-limiter.js';
 import { AfterAnswer } from './shared/after-answer.js';
 import { type Clock, systemClock } from './shared/clock.js';
@@ -60,6 +67,8 @@ export interface AppContext {
   readonly live: LiveHub;
   /** Where the bytes of media live (PARLEY_MEDIA_STORE): the data folder or S3. */
   readonly mediaStore: MediaStore;
+  /** The numbers' template catalogues and health, read from the provider (src/policies/). */
+  readonly policies: AccountTaskDeps;
   close(): Promise<void>;
 }
 
@@ -175,6 +184,26 @@ export async function createContext(
     { db: database.db, store: mediaStore, clock, logger, retentionDays: config.media.retentionDays },
     config.media.sweepMs,
   );
+  const policies = createPolicyDeps(config, { db: database.db, clock, logger, messaging });
+  defineAccountTasks(jobs, policies, config.policies.templateSyncMs);
+  // Opt-out and opt-in keywords; the organization's opt-out reply goes out as any send does.
+  defineConsentKeywordQueue(jobs, {
+    db: database.db,
+    jobs,
+    clock,
+    logger,
+    reply: async ({ orgId, agentId, to, text }) => {
+      const content = { kind: 'text' as const, text };
+      const result = await sendFromAgent(send, {
+        orgId,
+        agentId,
+        to,
+        content,
+        conversation: { origin: 'manual', required: false },
+      });
+      if (!result.ok) logger.warn({ orgId, to, reason: result.sentence }, 'the opt-out reply was refused');
+    },
+  });
   // Every queue is defined by now (the features above); the store is prepared, then worked.
   await jobs.init();
   if (options.workJobs !== false) jobs.start();
@@ -196,6 +225,7 @@ export async function createContext(
     afterAnswer,
     live,
     mediaStore,
+    policies,
     async close() {
       // Before the job runner and the database: this work writes and raises events.
       await afterAnswer.idle();

@@ -33,7 +33,7 @@ export const DEDUPE_MS = 30 * 24 * 60 * 60 * 1000;
 const recipientCheck = TypeCompiler.Compile(CampaignRecipient);
 
 /** The recipient's row, or why it is rejected (a sentence). */
-function checkRecipient(
+export function checkRecipient(
   value: unknown,
   index: number,
 ): { ok: true; to: string; recipient: CampaignRecipient } | { ok: false; error: string } {

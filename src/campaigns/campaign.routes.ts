@@ -14,8 +14,10 @@ import {
   CampaignWebhookResponse,
   DeliveriesQuery,
   DeliveriesResponse,
+  RecipientCheckResponse,
 } from './campaign.schemas.js';
 import { campaignWithCounts } from './campaign.service.js';
+import { checkRecipients } from './check-recipients.service.js';
 
 /**
  * The campaign endpoints: only the key bound to the campaign of the path may call them (403 for
@@ -62,6 +64,29 @@ export const campaignRoutes: FastifyPluginAsyncTypebox<{ ctx: AppContext }> = as
       const body = await acceptRecipients(ctx, principalOf(request), request.params.campaignId, request.body);
       return reply.code(202).send(body);
     },
+  );
+
+  app.post(
+    '/api/campaigns/:campaignId/webhook/check',
+    {
+      config: { family: 'channel' },
+      // A check counts no limit and stores nothing.
+      onRequest,
+      schema: {
+        summary: 'Check recipients without queuing them',
+        description:
+          'Takes the body of POST /api/campaigns/{id}/webhook and answers what the webhook would, per recipient ' +
+          '(`queued`, `duplicate`, `rejected`), and for each queued one whether its delivery would reach the provider ' +
+          '(`delivery: "sent"`) or fail before it (`failed`, with the reason: `opted_out`, or the template catalogue\'s ' +
+          'sentence). Nothing is queued, no dedupe key is stored, no limit is counted.',
+        tags: ['campaigns'],
+        security: BEARER,
+        params: CampaignParams,
+        body: CampaignWebhookBody,
+        response: { 200: RecipientCheckResponse, ...errorResponses('channel', [400, 401, 403, 404, 409, 413]) },
+      },
+    },
+    async (request) => checkRecipients(ctx, principalOf(request), request.params.campaignId, request.body),
   );
 
   app.get(

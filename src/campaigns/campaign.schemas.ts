@@ -175,3 +175,52 @@ export const DeliveriesResponse = Type.Object(
   { title: 'DeliveryList' },
 );
 export type DeliveriesResponse = Static<typeof DeliveriesResponse>;
+
+export const RecipientCheckResult = Type.Object(
+  {
+    index: Type.Integer({ description: 'Position of the recipient in the request.' }),
+    status: Type.Union([Type.Literal('queued'), Type.Literal('duplicate'), Type.Literal('rejected')], {
+      description: 'What the webhook would answer for it.',
+    }),
+    deliveryId: Type.Optional(
+      Type.String({ description: 'duplicate: the delivery its dedupe key already points at.' }),
+    ),
+    error: Type.Optional(Type.String({ description: 'Why the webhook would reject it.' })),
+    delivery: Type.Optional(
+      Type.Union([Type.Literal('sent'), Type.Literal('failed')], {
+        description: 'queued: whether its delivery would go to the provider, or fail before it.',
+      }),
+    ),
+    reason: Type.Optional(
+      Type.String({ description: 'Why the delivery would fail: `opted_out`, or the template catalogue’s sentence.' }),
+    ),
+  },
+  { title: 'CampaignRecipientCheck' },
+);
+export type RecipientCheckResult = Static<typeof RecipientCheckResult>;
+
+export const RecipientCheckResponse = Type.Object(
+  {
+    success: Type.Literal(true),
+    accepted: Type.Integer(),
+    duplicates: Type.Integer(),
+    rejected: Type.Integer(),
+    results: Type.Array(RecipientCheckResult),
+  },
+  {
+    title: 'CampaignWebhookCheckResponse',
+    examples: [
+      {
+        success: true,
+        accepted: 2,
+        duplicates: 0,
+        rejected: 0,
+        results: [
+          { index: 0, status: 'queued', delivery: 'sent' },
+          { index: 1, status: 'queued', delivery: 'failed', reason: 'opted_out' },
+        ],
+      },
+    ],
+  },
+);
+export type RecipientCheckResponse = Static<typeof RecipientCheckResponse>;

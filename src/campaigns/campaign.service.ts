@@ -5,6 +5,7 @@ import { TEMPLATE_LANGUAGE } from '../channels/channel.schemas.js';
 import type { CampaignTable, DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
 import { getOrganization } from '../orgs/org.service.js';
+import { checkTemplateOfNumber } from '../policies/template-check.service.js';
 import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
@@ -81,7 +82,8 @@ export async function createCampaign(db: Kysely<DB>, clock: Clock, input: Create
         'a campaign needs an agent (--agent), a template (--template) and its language',
       );
     }
-    if (!(await findAgent(db, input.orgId, input.agentId))) {
+    const agent = await findAgent(db, input.orgId, input.agentId);
+    if (!agent) {
       throw new AppError('NOT_FOUND', `unknown agent "${clip(input.agentId, 64)}" in organization ${input.orgId}`);
     }
     if (!input.template.trim() || input.template.length > 512) {
@@ -90,6 +92,14 @@ export async function createCampaign(db: Kysely<DB>, clock: Clock, input: Create
     if (!TEMPLATE_LANGUAGE.test(input.language)) {
       throw new AppError('INVALID_BODY', `language must look like en_US (xx_XX), got "${clip(input.language, 20)}"`);
     }
+    // As a send would be refused: an unknown or unapproved template, or wrong default parameters.
+    await checkTemplateOfNumber(db, {
+      orgId: input.orgId,
+      numberId: agent.numberId,
+      name: input.template,
+      language: input.language,
+      ...(input.parameters ? { header: input.parameters.header ?? [], body: input.parameters.body ?? [] } : {}),
+    });
   }
   const now = clock.now();
   const row: CampaignTable = {

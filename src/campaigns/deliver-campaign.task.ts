@@ -177,7 +177,9 @@ export class CampaignDeliverer {
     } catch (err) {
       // Thrown before the provider was called (the message is stored right before the call).
       if (isAppError(err) && (err.code === 'NOT_FOUND' || err.code === 'INVALID_BODY')) {
-        await markDeliveryFailed(db, row.id, err.message, clock.now(), { messageId });
+        // A recipient who opted out (src/policies/): the delivery's error is the code `opted_out`.
+        const error = err.details?.reason === 'opted_out' ? 'opted_out' : err.message;
+        await markDeliveryFailed(db, row.id, error, clock.now(), { messageId });
         return;
       }
       if (!(await isMessageStored(db, messageId))) await releaseDelivery(db, row.id, messageId, clock.now(), false);

@@ -1,17 +1,20 @@
 import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
+import { orgTemplateCategory } from '../policies/index.js';
 
 export type TemplateCategory = 'MARKETING' | 'UTILITY' | 'AUTHENTICATION';
 
 /**
- * A template's category, for the marketing frequency cap. There is no template catalogue on this
- * branch yet, so every template counts as MARKETING (the cap is then the stricter reading); this
- * is the one place to ask the catalogue once it exists.
+ * A template's category, for the marketing frequency cap: what the organization's template
+ * catalogue says, and MARKETING when no synced catalogue knows the template (the stricter reading:
+ * a cap that cannot tell counts it).
  */
 export async function templateCategory(
-  _db: Kysely<DB>,
-  _orgId: string,
-  _template: { name: string; language: string | null },
+  db: Kysely<DB>,
+  orgId: string,
+  template: { name: string; language: string | null },
 ): Promise<TemplateCategory> {
-  return 'MARKETING';
+  if (template.language === null) return 'MARKETING';
+  const category = await orgTemplateCategory(db, orgId, template.name, template.language);
+  return category === 'UTILITY' || category === 'AUTHENTICATION' ? category : 'MARKETING';
 }

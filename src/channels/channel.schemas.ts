@@ -180,3 +180,39 @@ export const ChannelSendResponse = Type.Object(
   },
 );
 export type ChannelSendResponse = Static<typeof ChannelSendResponse>;
+
+export const SendCheckResponse = Type.Object(
+  {
+    success: Type.Literal(true),
+    wouldSend: Type.Boolean({ description: 'Whether the send would go to the provider now (every rule ok).' }),
+    checks: Type.Array(
+      Type.Object({
+        rule: Type.String({
+          description: 'agent, number, window, template, parameters, consent or rate_limit, in that order.',
+        }),
+        ok: Type.Boolean(),
+        reason: Type.Optional(
+          Type.String({ description: 'Why not: the sentence the send would have answered; or a note on an ok.' }),
+        ),
+      }),
+    ),
+  },
+  {
+    examples: [
+      {
+        success: true,
+        wouldSend: false,
+        checks: [
+          { rule: 'agent', ok: true },
+          { rule: 'number', ok: true },
+          { rule: 'window', ok: true, reason: 'a template may be sent at any time' },
+          { rule: 'template', ok: true },
+          { rule: 'parameters', ok: false, reason: 'Template order_update (en_US) expects 2 body parameters, got 1.' },
+          { rule: 'consent', ok: true },
+          { rule: 'rate_limit', ok: true },
+        ],
+      },
+    ],
+  },
+);
+export type SendCheckResponse = Static<typeof SendCheckResponse>;

@@ -17,13 +17,14 @@ import {
 } from '../messaging/index.js';
 import type { MessageTable } from '../messaging/messaging.tables.js';
 import type { AfterAnswer } from '../shared/after-answer.js';
-import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { endUserPhoneOf, windowKey } from '../shared/phone.js';
 import { recordSendAccepted, recordSendFailed } from './after-send.js';
 import { failureSentence } from './send-outcome.js';
+import { checkSendPolicies } from './send-policies.js';
+import { closedWindowSentence, noNumberSentence, unknownAgentSentence } from './send-sentences.js';
 import { senderOf, storesWithRecipient } from './sender.js';
 
 export { recordAcceptance } from './send.fast.js';
@@ -39,7 +40,10 @@ export interface SendDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly jobs: JobRunner;
-  readonly config: { readonly conversations: { readonly idleMs: number } };
+  readonly config: {
+    readonly conversations: { readonly idleMs: number };
+    readonly policies?: { readonly optOutStrict: boolean };
+  };
   readonly messaging: {
     readonly provider: { send(input: ProviderSend): Promise<ProviderResult> };
     readonly secrets: { open(sealed: string): string };
@@ -185,6 +189,8 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
   const id = input.messageId ?? newId('msg');
   const now = ctx.clock.now();
   const deps = conversationDeps(ctx);
+  // The template catalogue and the recipient's consent, before anything is stored or sent.
+  const checked = await checkSendPolicies(ctx, input);
   // Most sends go to someone already known, in an open conversation: one read finds both, and the
   // key epoch that confirms a cached key, before anything else. On PostgreSQL that read also
   // stores the message (a template) when the conversation is live and both the cached key and the
@@ -203,23 +209,20 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
         })
       : { ...(await findRecipient(ctx.db, orgId, agentId, phone)), stored: false };
   await input.confirmKey?.(recipient?.epoch);
+  // The catalogue changed since it was checked (on any node): checked again, before anything is
+  // stored. (A message stored by the recipient read was stored under the very epoch checked.)
+  if (checked && recipient && !recipient.stored && recipient.epoch !== checked.epoch) {
+    await checkSendPolicies(ctx, input, recipient.epoch);
+  }
   const known = recipient?.known;
 
   const sender = recipient?.stored && early ? early.sender : await senderOf(ctx, orgId, agentId);
-  if (!sender) throw new AppError('NOT_FOUND', `No agent with ID '${clip(agentId, 64)}' in this organization.`);
-  if (!sender.numberId || !sender.phoneNumberId) {
-    throw new AppError(
-      'INVALID_BODY',
-      `Agent '${clip(agentId, 64)}' has no messaging number assigned, so it cannot send messages.`,
-    );
-  }
+  if (!sender) throw new AppError('NOT_FOUND', unknownAgentSentence(agentId));
+  if (!sender.numberId || !sender.phoneNumberId) throw new AppError('INVALID_BODY', noNumberSentence(agentId));
   const { numberId, accessToken } = sender;
 
   if (content.kind === 'text' && !(await isWindowOpen(ctx.db, numberId, windowKey(to), now))) {
-    throw new AppError(
-      'INVALID_BODY',
-      `${to} has not written to this agent's number in the last 24 hours, so free text cannot be sent; use type 'template' with an approved template.`,
-    );
+    throw new AppError('INVALID_BODY', closedWindowSentence(to));
   }
 
   // A file of Parley's reaches the provider first: an upload that fails leaves nothing behind.

@@ -52,6 +52,10 @@ export const COMMAND_FILES: readonly CommandFile[] = [
     load: async () => (await import('./commands/numbers.js')).registerNumberCommands,
   },
   {
+    commands: { template: one('template', "templates of an organization's numbers") },
+    load: async () => (await import('./commands/templates.js')).registerTemplateCommands,
+  },
+  {
     commands: {
       sandbox: one(
         'sandbox [options]',

@@ -75,6 +75,10 @@ export function loadConfig(flags: ConfigFlags = {}, env: Env = process.env): Con
       upgradeUrl: fromEnv(env, 'PARLEY_UPGRADE_URL'),
     }),
     media: mediaConfig(env),
+    policies: Object.freeze({
+      templateSyncMs: fromEnv(env, 'PARLEY_TEMPLATE_SYNC_MS'),
+      optOutStrict: fromEnv(env, 'PARLEY_OPT_OUT_STRICT'),
+    }),
     messaging: messagingConfig(
       env,
       regions.some((r) => r.database.kind === 'postgres'),

@@ -8,6 +8,7 @@
  * up to date.
  */
 import { media } from './settings-media.js';
+import { policies } from './settings-policies.js';
 import type { SandboxTemplate } from './types.js';
 import {
   anyText,
@@ -390,6 +391,7 @@ export const SECTIONS = [
   { title: 'Campaigns', settings: campaigns },
   { title: 'Dashboard', settings: dashboard },
   { title: 'Media', settings: media },
+  { title: 'Templates, opt-out and number health', settings: policies },
 ] as const;
 
 export const SETTINGS = {
@@ -402,5 +404,6 @@ export const SETTINGS = {
   ...campaigns,
   ...dashboard,
   ...media,
+  ...policies,
 };
 export type SettingName = keyof typeof SETTINGS;

@@ -65,6 +65,15 @@ export interface Config {
   readonly messaging: MessagingConfig;
   readonly dashboard: DashboardConfig;
   readonly media: MediaConfig;
+  readonly policies: PoliciesConfig;
+}
+
+/** The template catalogue, opt-out and number health. */
+export interface PoliciesConfig {
+  /** How often the templates and quality of every number are read again (once across the region's nodes). */
+  readonly templateSyncMs: number;
+  /** Refuse every template, not only marketing ones, to an end user who opted out. */
+  readonly optOutStrict: boolean;
 }
 
 /** Where media is kept and for how long (photos, voice notes, documents users send and agents upload). */

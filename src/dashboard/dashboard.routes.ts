@@ -16,6 +16,7 @@ import { registerInboxPages } from './inbox.pages.js';
 import { registerInboxActionPages } from './inbox-actions.pages.js';
 import { registerInboxStream } from './inbox-stream.js';
 import { registerMediaPages } from './media.pages.js';
+import { registerOptOutPages } from './opt-out.pages.js';
 import {
   cookies,
   field,
@@ -150,6 +151,7 @@ export async function dashboardRoutes(app: FastifyInstance, { ctx }: { ctx: AppC
   registerSignInPages(app, ctx, kit);
   registerHomePages(app, ctx, kit);
   registerSettingsPages(app, kit);
+  registerOptOutPages(app, ctx, kit);
   registerApiKeyPages(app, ctx, kit);
   registerAgentPages(app, ctx, kit);
   registerHookPages(app, ctx, kit);

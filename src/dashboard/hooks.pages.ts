@@ -16,6 +16,7 @@ import {
 import { EVENT_TYPES } from '../events/event.service.js';
 import { deliveryOutcome, type HookHealth, hookHealthByAgent } from '../events/hook-health.service.js';
 import { listNumbers } from '../numbers/number.service.js';
+import { numberPolicyView } from '../policies/number-view.service.js';
 import { AppError, isAppError } from '../shared/errors.js';
 import { field, fields, formatTime, html, isHtmx, type PageKit, redirectAfterPost } from './page-kit.js';
 import type { Session } from './session.service.js';
@@ -112,6 +113,7 @@ export function registerHookPages(app: FastifyInstance, ctx: AppContext, kit: Pa
         agent,
         number: agent.numberId ? (phone ?? agent.numberId) : 'none assigned',
         hooks,
+        policy: await numberPolicyView(db, session.org.id, agent.numberId),
       },
       dialog,
     );

@@ -30,6 +30,8 @@ const VIEWS = [
   'error',
   // Agents' hooks, people and campaign creation (the dashboard does what the CLI does).
   'agent',
+  'agent-number',
+  'opt-out',
   'hook-warning',
   'hook-create-dialog',
   'hook-created-dialog',

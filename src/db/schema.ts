@@ -29,6 +29,7 @@ import type {
   PendingStatusTable,
   UnroutedWebhookTable,
 } from '../messaging/messaging.tables.js';
+import type { NumberAccountTable, NumberTemplateTable, OrgConsentRulesTable } from '../policies/policies.tables.js';
 import type { SegmentTable } from '../segments/segment.tables.js';
 import type { OrgSendingRulesTable } from '../sending-rules/sending-rules.tables.js';
 
@@ -126,6 +127,9 @@ export interface DB {
   media: MediaTable;
   message_contents: MessageContentTable;
   provider_media: ProviderMediaTable;
+  number_templates: NumberTemplateTable;
+  number_accounts: NumberAccountTable;
+  org_consent_rules: OrgConsentRulesTable;
 }
 
 // Re-exported so feature tables can use it without importing kysely directly.

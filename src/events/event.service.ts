@@ -21,6 +21,8 @@ export const EVENT_TYPES = [
   'conversation.released',
   'conversation.assigned',
   'message.sent',
+  'enduser.opted_out',
+  'enduser.opted_in',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { campaignRoutes } from '../campaigns/campaign.routes.js';
 import { segmentSendRoutes } from '../campaigns/segment-send.routes.js';
 import { channelRoutes } from '../channels/channel.routes.js';
+import { sendCheckRoutes } from '../channels/send-check.routes.js';
 import { type Config, REGION_NAMES } from '../config.js';
 import type { AppContext } from '../context.js';
 import { conversationRoutes } from '../conversations/conversation.routes.js';
@@ -16,6 +17,7 @@ import { mediaUploadRoutes } from '../media/media-upload.routes.js';
 import { messageRoutes } from '../messaging/message.routes.js';
 import { webhookRoutes } from '../messaging/webhook.routes.js';
 import { installMetricsHook, opsRoutes } from '../ops/ops.routes.js';
+import { templateRoutes } from '../policies/template.routes.js';
 import { sandboxRoutes } from '../sandbox/sandbox.routes.js';
 import { sentLogRoutes } from '../sandbox/sent-log.routes.js';
 import { segmentRoutes } from '../segments/segment.routes.js';
@@ -200,6 +202,7 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
     endUserRoutes,
     segmentRoutes,
     channelRoutes,
+    sendCheckRoutes,
     messageRoutes,
     triggerRoutes,
     conversationRoutes,
@@ -210,6 +213,7 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
     sentLogRoutes,
     mediaDownloadRoutes,
     mediaUploadRoutes,
+    templateRoutes,
     opsRoutes,
     // The web dashboard (/dashboard): HTML pages, hidden from the API description.
     dashboardRoutes,

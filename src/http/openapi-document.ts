@@ -60,6 +60,7 @@ export const TAGS: readonly { name: string; description: string }[] = [
   { name: 'webhooks', description: 'Where the messaging provider posts its webhooks (signed by the provider).' },
   { name: 'sandbox', description: 'The built-in provider sandbox: a user writing in, and what it was sent.' },
   { name: 'media', description: 'Files users send and agents upload: photos, voice notes, videos, documents.' },
+  { name: 'templates', description: 'The templates of an agent’s number, as the provider has them.' },
 ];
 
 /** `getCampaignDeliveries`-style name for an operation missing from the table (a new route). */

@@ -36,6 +36,18 @@ export const MEDIA_RETENTION_QUEUE = 'media-retention';
 
 /** Turns the members of a segment into deliveries of a campaign, once, at the send's time (campaigns: `segment-send.task.ts`). */
 export const SEGMENT_SEND_QUEUE = 'segment-send';
+/**
+ * Applies a provider webhook about an account or a number (a template's new status, a number's
+ * quality) once the webhook body was taken (policies: `account-change.task.ts`).
+ */
+export const ACCOUNT_CHANGE_QUEUE = 'account-change';
+/**
+ * Scheduled: reads every number's templates and quality from the provider again, once every
+ * PARLEY_TEMPLATE_SYNC_MS across the region's nodes (policies: `account-change.task.ts`).
+ */
+export const TEMPLATE_SYNC_QUEUE = 'template-sync';
+/** Sends an organization's opt-out confirmation and applies opt-out/opt-in keywords of inbound messages (policies). */
+export const CONSENT_KEYWORD_QUEUE = 'consent-keyword';
 
 /** Every queue's name. */
 export const QUEUE_NAMES = [
@@ -50,6 +62,9 @@ export const QUEUE_NAMES = [
   INBOUND_MEDIA_QUEUE,
   MEDIA_RETENTION_QUEUE,
   SEGMENT_SEND_QUEUE,
+  ACCOUNT_CHANGE_QUEUE,
+  TEMPLATE_SYNC_QUEUE,
+  CONSENT_KEYWORD_QUEUE,
 ] as const;
 
 export type QueueName = (typeof QUEUE_NAMES)[number];

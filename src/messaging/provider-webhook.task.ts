@@ -2,15 +2,23 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { DB } from '../db/schema.js';
 import type { JobInfo, JobRunner } from '../jobs/job-runner.js';
-import { PROVIDER_WEBHOOK_QUEUE } from '../jobs/queues.js';
+import { ACCOUNT_CHANGE_QUEUE, PROVIDER_WEBHOOK_QUEUE } from '../jobs/queues.js';
 import type { Clock } from '../shared/clock.js';
 import type { InboundWaiters } from './inbound-waiters.js';
 import { insertUnrouted } from './unrouted-webhook.repository.js';
 import { applyInbound, type InboundDeps } from './webhook-inbound.js';
-import type { Task } from './webhook-payload.js';
+import type { AccountTask, Task } from './webhook-payload.js';
 import type { StatusApplier } from './webhook-statuses.js';
 
 export { PROVIDER_WEBHOOK_QUEUE };
+
+/** A change to a business account or a number, from the provider's webhook: the policies queue's payload. */
+export interface AccountChangeJob {
+  readonly field: string;
+  readonly accountId: string | null;
+  readonly value: Record<string, unknown>;
+  readonly receivedAt: number;
+}
 
 /** A provider webhook body waiting to be applied: the job's payload. */
 export interface ProviderWebhookJob {
@@ -50,6 +58,21 @@ export interface BodyDeps {
   readonly waiters: InboundWaiters;
 }
 
+/**
+ * A template's status or a number's quality: applied by the policies feature on its own queue
+ * (src/policies/account-change.task.ts), which reads the provider; a command replaying kept
+ * webhooks has no job runner, and leaves it to the next scheduled sync.
+ */
+async function queueAccountChange(jobs: JobRunner | undefined, task: AccountTask): Promise<'applied'> {
+  await jobs?.enqueue<AccountChangeJob>(ACCOUNT_CHANGE_QUEUE, {
+    field: task.field,
+    accountId: task.accountId ?? null,
+    value: task.value,
+    receivedAt: task.receivedAt,
+  });
+  return 'applied';
+}
+
 /** Applies every task of a body, each on its own; tells whoever waits for an inbound message. */
 export async function applyBody(
   deps: BodyDeps,
@@ -63,8 +86,12 @@ export async function applyBody(
   for (const task of tasks) {
     try {
       const outcome =
-        task.kind === 'status' ? await deps.statuses.applyOne(task) : await applyInbound(deps.inbound, task, again);
-      if (outcome === 'unrouted') unrouted.add(task.phoneNumberId ?? '');
+        task.kind === 'status'
+          ? await deps.statuses.applyOne(task)
+          : task.kind === 'account'
+            ? await queueAccountChange(deps.inbound.jobs, task)
+            : await applyInbound(deps.inbound, task, again);
+      if (outcome === 'unrouted' && task.kind !== 'account') unrouted.add(task.phoneNumberId ?? '');
       if (task.kind === 'inbound') {
         deps.waiters.notify(
           task.providerMessageId,

@@ -4,7 +4,7 @@ import { joinInbound } from '../conversations/index.js';
 import type { DB } from '../db/schema.js';
 import { getEndUser, recordInboundEndUser } from '../end-users/end-user.service.js';
 import type { JobRunner } from '../jobs/job-runner.js';
-import { INBOUND_MEDIA_QUEUE } from '../jobs/queues.js';
+import { CONSENT_KEYWORD_QUEUE, INBOUND_MEDIA_QUEUE } from '../jobs/queues.js';
 import { findMediaById, insertMedia } from '../media/index.js';
 import type { Clock } from '../shared/clock.js';
 import { isAppError } from '../shared/errors.js';
@@ -118,8 +118,30 @@ export async function applyInbound(
         conversationId: joined,
       },
     );
+    if (stored) await queueKeywordCheck(jobs, { orgId: number.org_id, numberId: number.id, endUserId }, task);
   }
   return 'applied';
+}
+
+/**
+ * A text of one short word may be an opt-out or opt-in keyword of the organization (STOP, START):
+ * the policies feature decides on its own queue (src/policies/consent-keyword.task.ts), after the
+ * message was stored and handed to the agent as any other.
+ */
+async function queueKeywordCheck(
+  jobs: JobRunner,
+  of: { orgId: string; numberId: string; endUserId: string },
+  task: InboundTask,
+): Promise<void> {
+  const word = task.type === 'text' ? (task.text ?? '').trim() : '';
+  if (!word || word.length > 32 || /\s/.test(word)) return;
+  await jobs.enqueue(CONSENT_KEYWORD_QUEUE, {
+    ...of,
+    from: task.from,
+    word,
+    providerMessageId: task.providerMessageId,
+    at: task.sentAt,
+  });
 }
 
 /**

@@ -46,7 +46,20 @@ export type Task =
       readonly from: string;
       readonly name: string | undefined;
       readonly sentAt: number;
-    } & InboundKind);
+    } & InboundKind)
+  | {
+      /** A change to the business account or a number (a template's status, a number's quality). */
+      readonly kind: 'account';
+      readonly field: AccountField;
+      /** `entry[].id`: the business account. */
+      readonly accountId: string | undefined;
+      readonly value: Record<string, unknown>;
+      readonly receivedAt: number;
+    };
+
+/** The account-level webhook fields Parley applies (src/policies/ does, on its own queue). */
+export const ACCOUNT_FIELDS = ['message_template_status_update', 'phone_number_quality_update'] as const;
+export type AccountField = (typeof ACCOUNT_FIELDS)[number];
 
 export interface SkippedItem {
   readonly kind: 'inbound' | 'status';
@@ -63,6 +76,11 @@ export function tasksOf(payload: unknown, receivedAt: number): { tasks: Task[]; 
     for (const change of list(entry.changes)) {
       const value = isObject(change.value) ? change.value : undefined;
       if (!value) continue;
+      if ((ACCOUNT_FIELDS as readonly unknown[]).includes(change.field)) {
+        const accountId = cleanId(entry.id, 64);
+        tasks.push({ kind: 'account', field: change.field as AccountField, accountId, value, receivedAt });
+        continue;
+      }
       const phoneNumberId = cleanId(isObject(value.metadata) ? value.metadata.phone_number_id : undefined, 64);
       const names = new Map<string, string>();
       for (const contact of list(value.contacts)) {
@@ -123,6 +141,7 @@ export function tasksOf(payload: unknown, receivedAt: number): { tasks: Task[]; 
 
 export type StatusTask = Extract<Task, { kind: 'status' }>;
 export type InboundTask = Extract<Task, { kind: 'inbound' }>;
+export type AccountTask = Extract<Task, { kind: 'account' }>;
 
 /** A body's JSON, or undefined when it is not JSON (its tasks are then none). */
 export function parseBody(body: string): unknown {

@@ -60,8 +60,17 @@ export interface SendRateLimiter {
   /** False while a configured Redis is disconnected or its breaker is open (counting in memory). */
   sharedStoreHealthy(): boolean;
   consume(subject: { keyId: string; orgId: string }): Promise<RateLimitDecision>;
+  /**
+   * Whether a request would be allowed now, counting nothing (POST /api/channels/send/check): the
+   * limit that would refuse it, if any, with its quota and the seconds until its window restarts.
+   */
+  peek(subject: { keyId: string; orgId: string }): Promise<RateLimitPeek>;
   close(): Promise<void>;
 }
+
+export type RateLimitPeek =
+  | { readonly allowed: true }
+  | { readonly allowed: false; readonly name: LimitName; readonly quota: number; readonly retryAfterSeconds: number };
 
 export interface SendRateLimiterOptions {
   readonly perKey: number;
@@ -284,6 +293,28 @@ export async function createSendRateLimiter(options: SendRateLimiterOptions): Pr
         redis.once('ready', done);
         redis.once('error', done);
       });
+    },
+    async peek({ keyId, orgId }) {
+      for (const [c, id] of [
+        [perKey, keyId],
+        [perOrg, orgId],
+      ] as const) {
+        let res: RateLimiterRes | null = null;
+        try {
+          res = c.redis && openUntil === 0 ? await c.redis.get(id) : await c.memory.get(id);
+        } catch {
+          res = await c.memory.get(id);
+        }
+        if (res && res.consumedPoints >= c.quota) {
+          return {
+            allowed: false,
+            name: c.name,
+            quota: c.quota,
+            retryAfterSeconds: Math.max(1, Math.ceil(res.msBeforeNext / 1000)),
+          };
+        }
+      }
+      return { allowed: true };
     },
     async consume({ keyId, orgId }) {
       const key = await take(perKey, keyId);

@@ -144,6 +144,8 @@ export function sendChecker(
           details: `template name (${String(t.name)}) does not exist in ${String(language)}`,
         };
       }
+      const refused = statusRefusal(known, String(t.name), String(language));
+      if (refused) return refused;
       const components = Array.isArray(t.components) ? t.components.filter(isObject) : [];
       const texts = components
         .flatMap((c) => (Array.isArray(c.parameters) ? c.parameters.filter(isObject) : []))
@@ -181,4 +183,36 @@ export function sendChecker(
   }
 
   return checkSend;
+}
+
+/** The provider's answer to a template that exists but is not approved (sandbox-templates.ts keeps the status). */
+function statusRefusal(
+  known: SandboxTemplate & { status?: string },
+  name: string,
+  language: string,
+): WireError | undefined {
+  const status = known.status ?? 'APPROVED';
+  if (status === 'APPROVED') return undefined;
+  if (status === 'PAUSED') {
+    return {
+      status: 400,
+      code: 132015,
+      message: 'Template is Paused',
+      details: `template ${name} (${language}) is paused`,
+    };
+  }
+  if (status === 'DISABLED') {
+    return {
+      status: 400,
+      code: 132016,
+      message: 'Template is Disabled',
+      details: `template ${name} (${language}) is disabled`,
+    };
+  }
+  return {
+    status: 404,
+    code: 132001,
+    message: 'Template name does not exist in the translation',
+    details: `template ${name} (${language}) is ${status.toLowerCase()}, not approved`,
+  };
 }

@@ -5,6 +5,7 @@ import { Agent, request } from 'undici';
 import type { SandboxTemplate } from '../config.js';
 import type { Clock } from '../shared/clock.js';
 import { fromProviderDigits, windowKey } from '../shared/phone.js';
+import { type AccountEndpoints, handleAccountRequest, type NumberHealth, SANDBOX_WABA } from './sandbox-account.js';
 import {
   InboundKindError,
   inboundItem,
@@ -16,6 +17,7 @@ import { checkRead, receiveUpload } from './sandbox-rich.js';
 import { BUILT_IN_TEMPLATES, sendChecker } from './sandbox-send-check.js';
 import { type SentEntry, type SentQuery, sentEntryOf } from './sandbox-sent-log.js';
 import { fileState, memoryState } from './sandbox-state.js';
+import { SandboxTemplates } from './sandbox-templates.js';
 import { digits, isObject, type Json, providerJson, signBody, type WireError, wireError } from './sandbox-wire.js';
 
 /**
@@ -100,7 +102,10 @@ const MAX_INBOUND_BODY = 24 * 1024 * 1024;
 
 export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
   const { clock, appSecret } = options;
-  const templates = [...BUILT_IN_TEMPLATES, ...(options.templates ?? [])];
+  // The account's templates (with their categories and statuses), which the send checker reads live.
+  const catalogue = new SandboxTemplates(BUILT_IN_TEMPLATES, options.templates ?? []);
+  const templates = catalogue.entries;
+  const health = new Map<string, NumberHealth>();
   const delayMs = options.statusDelayMs ?? 0;
   const onError = options.onError ?? (() => {});
   let webhookUrl = options.webhookUrl;
@@ -138,7 +143,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
       object: 'whatsapp_business_account',
       entry: [
         {
-          id: 'sandbox-waba',
+          id: SANDBOX_WABA,
           changes: [
             {
               field: 'messages',
@@ -223,6 +228,7 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const path = (req.url ?? '/').split('?')[0] ?? '/';
     if (req.method === 'GET' && path === '/sandbox/health') return send(res, 200, { status: 'ok' });
     const endpoints = { store: media, url: () => ownUrl, bytesPerSecond: options.mediaBytesPerSecond };
+    if (await handleAccountRequest(req, res, path, account)) return;
     if (await handleMediaRequest(req, res, path, endpoints)) return;
     if (req.method === 'POST' && /^\/v\d+\.\d+\/\d+\/media$/.test(path)) {
       if (!/^Bearer \S+$/.test(req.headers.authorization ?? '')) {
@@ -308,6 +314,32 @@ export async function startSandbox(options: SandboxOptions): Promise<Sandbox> {
     const callback = typeof body.biz_opaque_callback_data === 'string' ? body.biz_opaque_callback_data : undefined;
     scheduleStatuses(phoneNumberId, wamid, checked.to, callback);
   }
+
+  /** The account's webhooks (template statuses, the number's quality): `entry[].id` is the account. */
+  const account: AccountEndpoints = {
+    templates: catalogue,
+    health,
+    displayNumber: (id) => state.displayNumber(id),
+    readJson: async (req) => {
+      try {
+        return JSON.parse(await readText(req)) as unknown;
+      } catch {
+        return undefined;
+      }
+    },
+    async deliver(change) {
+      const payload = {
+        object: 'whatsapp_business_account',
+        entry: [{ id: SANDBOX_WABA, time: Number(nowSeconds()), changes: [change] }],
+      };
+      try {
+        return await postWebhook(payload);
+      } catch (err) {
+        onError(err, change.field);
+        return 0;
+      }
+    },
+  };
 
   async function deliverInbound(input: SandboxInbound): Promise<{ messageId: string }> {
     const messageId = input.messageId ?? `wamid.${randomBytes(24).toString('base64url')}`;

@@ -5,6 +5,7 @@ import type { TriggerTable } from '../conversations/conversation.tables.js';
 import { isUniqueViolation } from '../db/db-errors.js';
 import type { DB } from '../db/schema.js';
 import { getOrganization } from '../orgs/org.service.js';
+import { checkTemplateOfNumber } from '../policies/template-check.service.js';
 import { clip } from '../shared/clip.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
@@ -56,6 +57,13 @@ export async function createTrigger(
       `the trigger ID must be 1 to 64 characters of a-z, 0-9, '_' and '-' (such as order_shipped); got '${clip(input.id, 70)}'`,
     );
   }
+  // As a send would be refused: an unknown or unapproved template of the agent's number.
+  await checkTemplateOfNumber(db, {
+    orgId: input.orgId,
+    numberId: agent.numberId,
+    name: template,
+    language: input.language,
+  });
   const row: TriggerTable = {
     agent_id: agent.id,
     id: input.id ?? `trg_${randomBase62(12).toLowerCase()}`,

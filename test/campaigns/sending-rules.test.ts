@@ -41,7 +41,7 @@ describe.each(DIALECTS)('sending rules (%s)', (dialect) => {
       expect(refused.stderr).toContain('--marketing-cap must be a whole number or off');
       const set = await runCli(['org', 'update', '--org', capped.org.id, '--marketing-cap', '1', '--json'], t.env);
       expect(set.code, set.stderr).toBe(0);
-      expect(JSON.parse(set.stdout)).toEqual({ orgId: capped.org.id, quietHours: null, marketingCap: 1 });
+      expect(JSON.parse(set.stdout)).toEqual({ id: capped.org.id, quietHours: null, marketingCap: 1 });
       const [to] = phones(1);
       const first = await postRecipients(t, capped.campaign.id, capped.campaignKey.auth, [{ to }]);
       await until(async () => (await sandboxLog(t, capped.orgKey.auth, { to })).length === 1, 'the first sent');

@@ -99,6 +99,8 @@ const PARSED: Record<string, [(c: Config) => unknown, 'postgres'?]> = {
   PARLEY_MEDIA_S3_PREFIX: [(c) => c.media.s3.prefix],
   PARLEY_MEDIA_RETENTION_DAYS: [(c) => c.media.retentionDays],
   PARLEY_MEDIA_SWEEP_MS: [(c) => c.media.sweepMs],
+  PARLEY_TEMPLATE_SYNC_MS: [(c) => c.policies.templateSyncMs],
+  PARLEY_OPT_OUT_STRICT: [(c) => c.policies.optOutStrict],
   PARLEY_MEDIA_DOWNLOAD_RETRY_DELAYS_MS: [(c) => c.media.downloadRetryDelaysMs],
   PARLEY_SANDBOX_MEDIA_BYTES_PER_SECOND: [(c) => c.media.sandboxBytesPerSecond],
 };

@@ -107,6 +107,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard pages in a browser', () => 
       ['segments', '/dashboard/segments'],
       ['audit', '/dashboard/audit'],
       ['settings', '/dashboard/settings'],
+      ['opt-out', '/dashboard/settings/opt-out'],
       ['not-found', '/dashboard/nope'],
     ];
 

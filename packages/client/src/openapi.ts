@@ -186,6 +186,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/channels/send/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a send without sending it
+         * @description Takes the body of POST /api/channels/send with the same key, permission and body validation (401, 403, 400 as a send) and answers, sending nothing and consuming no rate limit, whether the send would go and why not: each of the rules agent, number, window, template, parameters, consent and rate_limit in that order, ok or with the sentence the send would have answered.
+         */
+        post: operations["postChannelsSendCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/messages/{messageId}": {
         parameters: {
             query?: never;
@@ -386,6 +406,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/campaigns/{campaignId}/webhook/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check recipients without queuing them
+         * @description Takes the body of POST /api/campaigns/{id}/webhook and answers what the webhook would, per recipient (`queued`, `duplicate`, `rejected`), and for each queued one whether its delivery would reach the provider (`delivery: "sent"`) or fail before it (`failed`, with the reason: `opted_out`, or the template catalogue's sentence). Nothing is queued, no dedupe key is stored, no limit is counted.
+         */
+        post: operations["postCampaignsCampaignIdWebhookCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/campaigns/{campaignId}": {
         parameters: {
             query?: never;
@@ -564,6 +604,26 @@ export interface paths {
          * @description `multipart/form-data` with the file in the field `file`. Accepted as the provider accepts them: `image/jpeg`, `image/png` up to 5 MB; `video/mp4`, `video/3gpp` up to 16 MB; `audio/aac`, `audio/amr`, `audio/mpeg`, `audio/mp4`, `audio/ogg` up to 16 MB; documents (`application/pdf`, the Office types, `text/plain`) up to 100 MB. The bytes decide the type: a file whose bytes are not its declared type is 400, one over its limit 413, and nothing is kept on any error. The file streams to the media store. Permission Channels; an organization key, or an agent key (then that agent alone may send it). Send it with `message.media.id` (or `template.headerMedia.id`) of POST /api/channels/send.
          */
         post: operations["uploadMedia"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the templates of an agent's number
+         * @description The templates of the agent's messaging number as the provider has them (synced when the number is added, every PARLEY_TEMPLATE_SYNC_MS, on `parley template sync`, and at once on the provider's status webhook). Permission Channels or Triggers. An agent key sees its own agent's number only (another agent: 403); an organization key must name the agent (400 otherwise).
+         */
+        get: operations["getTemplates"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1896,6 +1956,30 @@ export interface components {
             duplicates: number;
             rejected: number;
             results: components["schemas"]["CampaignRecipientResult"][];
+        };
+        /** CampaignRecipientCheck */
+        CampaignRecipientCheck: {
+            /** @description Position of the recipient in the request. */
+            index: number;
+            /** @description What the webhook would answer for it. */
+            status: "queued" | "duplicate" | "rejected";
+            /** @description duplicate: the delivery its dedupe key already points at. */
+            deliveryId?: string;
+            /** @description Why the webhook would reject it. */
+            error?: string;
+            /** @description queued: whether its delivery would go to the provider, or fail before it. */
+            delivery?: "sent" | "failed";
+            /** @description Why the delivery would fail: `opted_out`, or the template catalogue’s sentence. */
+            reason?: string;
+        };
+        /** CampaignWebhookCheckResponse */
+        CampaignWebhookCheckResponse: {
+            /** @enum {boolean} */
+            success: true;
+            accepted: number;
+            duplicates: number;
+            rejected: number;
+            results: components["schemas"]["CampaignRecipientCheck"][];
         };
         /**
          * CampaignCounts
@@ -3793,6 +3877,134 @@ export interface operations {
             };
         };
     };
+    postChannelsSendCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ChannelSendRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "wouldSend": false,
+                     *       "checks": [
+                     *         {
+                     *           "rule": "agent",
+                     *           "ok": true
+                     *         },
+                     *         {
+                     *           "rule": "number",
+                     *           "ok": true
+                     *         },
+                     *         {
+                     *           "rule": "window",
+                     *           "ok": true,
+                     *           "reason": "a template may be sent at any time"
+                     *         },
+                     *         {
+                     *           "rule": "template",
+                     *           "ok": true
+                     *         },
+                     *         {
+                     *           "rule": "parameters",
+                     *           "ok": false,
+                     *           "reason": "Template order_update (en_US) expects 2 body parameters, got 1."
+                     *         },
+                     *         {
+                     *           "rule": "consent",
+                     *           "ok": true
+                     *         },
+                     *         {
+                     *           "rule": "rate_limit",
+                     *           "ok": true
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @description Whether the send would go to the provider now (every rule ok). */
+                        wouldSend: boolean;
+                        checks: {
+                            /** @description agent, number, window, template, parameters, consent or rate_limit, in that order. */
+                            rule: string;
+                            ok: boolean;
+                            /** @description Why not: the sentence the send would have answered; or a note on an ok. */
+                            reason?: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
     getMessage: {
         parameters: {
             query?: never;
@@ -4936,6 +5148,144 @@ export interface operations {
             };
         };
     };
+    postCampaignsCampaignIdWebhookCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The campaign ID (`cmp_...`). */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "recipients": [
+                 *         {
+                 *           "to": "+14155550100",
+                 *           "parameters": {
+                 *             "body": [
+                 *               "Ada"
+                 *             ]
+                 *           },
+                 *           "dedupeKey": "order-1042"
+                 *         },
+                 *         {
+                 *           "to": "+14155550101"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CampaignWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "accepted": 2,
+                     *       "duplicates": 0,
+                     *       "rejected": 0,
+                     *       "results": [
+                     *         {
+                     *           "index": 0,
+                     *           "status": "queued",
+                     *           "delivery": "sent"
+                     *         },
+                     *         {
+                     *           "index": 1,
+                     *           "status": "queued",
+                     *           "delivery": "failed",
+                     *           "reason": "opted_out"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CampaignWebhookCheckResponse"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
     getCampaign: {
         parameters: {
             query?: never;
@@ -5882,6 +6232,132 @@ export interface operations {
             };
             /** @description Request body too large. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    getTemplates: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The agent whose number's templates to list; an agent key may omit it (its own agent).
+                 * @example agt_4tV9sQ2mXc8Lr1Pz
+                 */
+                agent?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "name": "order_update",
+                     *           "language": "en_US",
+                     *           "category": "UTILITY",
+                     *           "status": "APPROVED",
+                     *           "header": {
+                     *             "format": "TEXT",
+                     *             "parameters": 1
+                     *           },
+                     *           "bodyParameters": 2,
+                     *           "buttons": [],
+                     *           "updatedAt": 1767225600000
+                     *         }
+                     *       ],
+                     *       "syncedAt": 1767225600000
+                     *     }
+                     */
+                    "application/json": {
+                        data: {
+                            name: string;
+                            /** @description xx_XX, as approved. */
+                            language: string;
+                            /** @description MARKETING, UTILITY or AUTHENTICATION. */
+                            category: string;
+                            /** @description APPROVED, PENDING, REJECTED, PAUSED or DISABLED (or another the provider gives). */
+                            status: string;
+                            /** @description null: no header. */
+                            header: {
+                                /** @description TEXT, IMAGE, VIDEO, DOCUMENT or LOCATION. */
+                                format: string;
+                                /** @description Parameters the header takes (a media header: 1, the file). */
+                                parameters: number;
+                            } | null;
+                            bodyParameters: number;
+                            buttons: {
+                                type: string;
+                                text: string;
+                            }[];
+                            /** @description When Parley last saw it change, ms since epoch. */
+                            updatedAt: number;
+                        }[];
+                        /** @description When the catalogue was last read from the provider; null: never (sends fall back to its answer). */
+                        syncedAt: number | null;
+                    };
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -11,12 +11,14 @@ import {
   listNumbers,
   type MessagingNumber,
 } from '../../numbers/number.service.js';
+import { setNumberAccount } from '../../policies/template-sync.service.js';
 import { createLogger } from '../../shared/logger.js';
 import type { AdminContext, DbFlags } from '../admin.js';
 import { withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, fail } from '../run.js';
 import { type DemoStep, demoSteps } from './demo.js';
+import { syncFromCli, syncSentence } from './template-sync.js';
 
 const boxOf = (admin: AdminContext) => secretBoxOf(admin.config);
 
@@ -103,6 +105,8 @@ export function registerNumberCommands(program: Command): void {
     .option('--provider <provider>', 'sandbox or cloud', 'sandbox')
     .option('--phone-number-id <id>', "the provider's numeric phone number ID (cloud)")
     .option('--access-token-env <var>', 'name of the environment variable holding the access token (cloud)')
+    .option('--waba-id <id>', "the provider's business account ID, whose templates the number sends (cloud)")
+    .option('--sandbox-url <url>', 'sandbox to read its templates from (default: the one `parley serve` started)')
     .action(
       action(
         async (
@@ -112,6 +116,8 @@ export function registerNumberCommands(program: Command): void {
             provider: string;
             phoneNumberId?: string;
             accessTokenEnv?: string;
+            wabaId?: string;
+            sandboxUrl?: string;
           },
         ) => {
           const provider = flags.provider.toLowerCase();
@@ -132,14 +138,33 @@ export function registerNumberCommands(program: Command): void {
               ...(flags.phoneNumberId !== undefined ? { phoneNumberId: flags.phoneNumberId } : {}),
               ...(accessToken ? { accessToken } : {}),
             });
+            if (flags.wabaId !== undefined) {
+              await setNumberAccount(admin.database.db, {
+                numberId: created.id,
+                orgId: flags.org,
+                wabaId: flags.wabaId,
+              });
+            }
             // Inbound messages that came for this phone number ID before it had a number.
             const replayed = await replayUnroutedFor(admin, created.phoneNumberId);
-            if (flags.json) printJson({ ...numberJson(created), replayedWebhooks: replayed });
-            else {
+            // Its templates, read at once when the provider (or the running sandbox) can be reached.
+            const sync = (await syncFromCli(admin, { numberId: created.id }, flags.sandboxUrl))?.[0];
+            if (flags.json) {
+              printJson({
+                ...numberJson(created),
+                replayedWebhooks: replayed,
+                templates: sync ? { synced: sync.synced, count: sync.templates, error: sync.error ?? null } : null,
+              });
+            } else {
               print(
                 `added ${created.provider} number ${created.phone} (${created.id}, phone number ID ${created.phoneNumberId})`,
               );
               if (replayed > 0) print(`applied ${replayed} stored webhooks that were waiting for this number`);
+              print(
+                sync
+                  ? syncSentence(sync, 'templates')
+                  : 'templates: not read yet (no provider or running sandbox); Parley reads them on its next sync',
+              );
             }
           });
         },

@@ -14,7 +14,7 @@ import {
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, fail, parseList } from '../run.js';
-import { registerOrgSendingRuleCommands } from './org-sending-rules.js';
+import { registerOrgUpdateCommand } from './org-update.js';
 
 export function registerPlatformCommands(program: Command): void {
   dbOptions(program.command('migrate').description('bring the region database up to date')).action(
@@ -101,7 +101,7 @@ export function registerPlatformCommands(program: Command): void {
       }),
     );
 
-  registerOrgSendingRuleCommands(org);
+  registerOrgUpdateCommand(org);
 
   const agent = program.command('agent').description('AI agents');
   dbOptions(agent.command('create').description('create an agent; prints its public ID (convId)'))

@@ -19,6 +19,7 @@ import { parseInternationalPhone } from '../../shared/phone.js';
 import { type DbFlags, withAdmin } from '../admin.js';
 import { formatDate, formatTable, print, printJson } from '../output.js';
 import { action, dbOptions, fail } from '../run.js';
+import { registerSandboxAccountCommands } from './sandbox-account.js';
 import { type InboundKindFlags, inboundBodyOf } from './sandbox-inbound-flags.js';
 
 export function registerSandboxCommands(program: Command): void {
@@ -60,6 +61,7 @@ export function registerSandboxCommands(program: Command): void {
       }),
     );
 
+  registerSandboxAccountCommands(sandbox);
   dbOptions(
     sandbox
       .command('inbound')

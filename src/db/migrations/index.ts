@@ -23,6 +23,7 @@ import { idempotencyClaimToken } from './0020-idempotency-claim-token.js';
 import { media } from './0022-media.js';
 import { peopleInTheLoop } from './0036-people-in-the-loop.js';
 import { richOutbound } from './0040-rich-outbound.js';
+import { templateCatalogue } from './0050-template-catalogue.js';
 import { endUserAttributes } from './0060-end-user-attributes.js';
 import { segments } from './0061-segments.js';
 import { segmentSends } from './0062-segment-sends.js';
@@ -59,6 +60,7 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0022-media': media,
     '0036-people-in-the-loop': peopleInTheLoop,
     '0040-rich-outbound': richOutbound,
+    '0050-template-catalogue': templateCatalogue,
     '0060-end-user-attributes': endUserAttributes,
     '0061-segments': segments,
     '0062-segment-sends': segmentSends,
