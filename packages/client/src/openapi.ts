@@ -444,6 +444,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/campaigns/{campaignId}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A campaign's funnel, deliveries over time and failures
+         * @description Read from counters kept as deliveries and messages change, so it answers as fast for a million deliveries as for ten. Buckets are UTC hours or days; they add up to the totals (accepted aside).
+         */
+        get: operations["getCampaignsCampaignIdStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/msgapp": {
         parameters: {
             query?: never;
@@ -1873,6 +1893,38 @@ export interface components {
             createdAt: number;
             startedAt: number | null;
             finishedAt: number | null;
+        };
+        /** CampaignStats */
+        CampaignStats: {
+            totals: {
+                /** @description Deliveries made (webhook posts and segment sends). */
+                accepted: number;
+                /** @description Deliveries whose message the provider took. */
+                sent: number;
+                /** @description Delivered to the phone (read ones included). */
+                delivered: number;
+                /** @description Read. */
+                read: number;
+                /** @description The end user wrote back in the delivery’s conversation within 72 hours of its send. */
+                replied: number;
+                /** @description Failed: on Parley’s side (its error) or at the provider. */
+                failed: number;
+            };
+            /** @description Each bucket counts what happened in it; from the first to the last with anything, none skipped. They add up to the totals. */
+            buckets: {
+                /** @description Start of the hour or day (UTC), ms. */
+                start: number;
+                sent: number;
+                delivered: number;
+                read: number;
+                replied: number;
+                failed: number;
+            }[];
+            /** @description Failures by reason, most first (at most 20). */
+            failures: {
+                reason: string;
+                count: number;
+            }[];
         };
         /**
          * ProviderWebhookChallenge
@@ -5106,6 +5158,108 @@ export interface operations {
             };
             /** @description Request body too large. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    getCampaignsCampaignIdStats: {
+        parameters: {
+            query?: {
+                /** @description hour or day (UTC); default day. */
+                bucket?: "hour" | "day";
+            };
+            header?: never;
+            path: {
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "totals": {
+                     *         "accepted": 3,
+                     *         "sent": 3,
+                     *         "delivered": 2,
+                     *         "read": 1,
+                     *         "replied": 1,
+                     *         "failed": 0
+                     *       },
+                     *       "buckets": [
+                     *         {
+                     *           "start": 1795392000000,
+                     *           "sent": 3,
+                     *           "delivered": 2,
+                     *           "read": 1,
+                     *           "replied": 1,
+                     *           "failed": 0
+                     *         }
+                     *       ],
+                     *       "failures": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CampaignStats"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
