@@ -33,6 +33,8 @@ export interface CampaignDeliveryTable {
   updated_at: number;
   /** Until when quiet hours hold it back (migration 0063); optional on insert. */
   held_until?: number | null;
+  /** When the end user first wrote back within 72 hours of the send (migration 0064; set by a trigger). */
+  replied_at?: number | null;
 }
 
 /** A `dedupeKey` seen in a campaign, kept 30 days, pointing at the delivery it made. */

@@ -79,6 +79,7 @@ const EXAMPLES: Record<string, string> = {
   'campaign resume': 'parley campaign resume --org org_... --id cmp_...',
   'campaign remove': 'parley campaign remove --org org_... --id cmp_... --json',
   'campaign send': 'parley campaign send --org org_... --id cmp_... --segment seg_... --at 2026-12-24T10:00:00Z',
+  'campaign export': 'parley campaign export --org org_... --id cmp_... > deliveries.csv',
   'campaign send-show': 'parley campaign send-show --org org_... --id cmp_... --send snd_... --json',
   'user create': 'parley user create --org org_... --email ada@example.com --role owner --password-stdin',
   'user list': 'parley user list --org org_...',

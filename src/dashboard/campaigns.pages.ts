@@ -13,6 +13,7 @@ import type { AppContext } from '../context.js';
 import { type ApiKey, createKey, PERMISSION_LABELS, revokeKey } from '../keys/key.service.js';
 import { listCampaignKeys } from '../keys/key-lists.service.js';
 import { AppError, isAppError } from '../shared/errors.js';
+import { campaignAnalyticsSection, registerCampaignAnalyticsPages } from './campaign-analytics.js';
 import { createCampaignDialog } from './campaign-create.pages.js';
 import { campaignListPage, mayCreateCampaign, STATUS_WORDS, STATUSES, templateText } from './campaign-list.js';
 import { field, formatTime, html, isHtmx, type PageKit, redirectAfterPost } from './page-kit.js';
@@ -106,6 +107,7 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
         keys: keyRows.filter((k) => k.revokedText === ''),
         revokedKeys: keyRows.filter((k) => k.revokedText !== ''),
         sends: sends ?? (await segmentSendsSection(ctx, session, campaign.id)),
+        analytics: await campaignAnalyticsSection(ctx, session, campaign.id),
       },
       dialog,
     );
@@ -130,6 +132,7 @@ export function registerCampaignPages(app: FastifyInstance, ctx: AppContext, kit
       open,
     });
   };
+  registerCampaignAnalyticsPages(app, ctx, kit);
   registerSegmentSendPages(app, ctx, kit, (session, campaignId, sends) =>
     campaignPage(session, campaignId, {}, undefined, sends),
   );

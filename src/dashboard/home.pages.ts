@@ -7,6 +7,7 @@ import { type HookHealth, hookHealthOfOrg } from '../events/hook-health.service.
 import { listKeys } from '../keys/key.service.js';
 import { listNumbers } from '../numbers/number.service.js';
 import { hookHealthView } from './hooks.pages.js';
+import { overviewSection } from './overview.js';
 import { HOME_PATH, html, KEYS_PATH, type PageKit } from './page-kit.js';
 import type { Session } from './session.service.js';
 import { canChangePlan, canManage } from './user.service.js';
@@ -58,7 +59,7 @@ function progressOf(c: Campaign & { counts: Record<string, number> }) {
 export function registerHomePages(app: FastifyInstance, ctx: AppContext, kit: PageKit): void {
   const { db, clock } = ctx;
 
-  const homePage = async (session: Session) => {
+  const homePage = async (session: Session, days: 7 | 30 = 7) => {
     const orgId = session.org.id;
     const [agents, numbers, health, keys, campaigns, open] = await Promise.all([
       listAgents(db, orgId),
@@ -100,8 +101,12 @@ export function registerHomePages(app: FastifyInstance, ctx: AppContext, kit: Pa
       open,
       running,
       moreRunning: Math.max(0, active.length - running.length),
+      overview: await overviewSection(ctx, session, days),
     });
   };
 
-  app.get(HOME_PATH, kit.signedIn, async (request, reply) => html(reply, await homePage(kit.sessionOf(request))));
+  app.get(HOME_PATH, kit.signedIn, async (request, reply) => {
+    const days = (request.query as { days?: string }).days === '30' ? 30 : 7;
+    return html(reply, await homePage(kit.sessionOf(request), days));
+  });
 }

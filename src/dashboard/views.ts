@@ -60,6 +60,10 @@ const VIEWS = [
   'campaign-sends',
   'campaign-sends-table',
   'sending-rules',
+  'bar-chart',
+  'row-chart',
+  'overview',
+  'campaign-analytics',
 ] as const;
 
 export type ViewName = (typeof VIEWS)[number];

@@ -1,4 +1,5 @@
 import type { Generated } from 'kysely';
+import type { StatCountTable } from '../analytics/analytics.tables.js';
 import type { AuditLogTable } from '../audit/audit.tables.js';
 import type { CampaignDedupeKeyTable, CampaignDeliveryTable, SegmentSendTable } from '../campaigns/campaign.tables.js';
 import type {
@@ -109,6 +110,7 @@ export interface DB {
   segments: SegmentTable;
   segment_sends: SegmentSendTable;
   org_sending_rules: OrgSendingRulesTable;
+  stat_counts: StatCountTable;
   idempotency_keys: IdempotencyKeyTable;
   webhook_unrouted: UnroutedWebhookTable;
   jobs: JobTable;

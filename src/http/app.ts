@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
+import { analyticsRoutes } from '../analytics/analytics.routes.js';
 import { campaignRoutes } from '../campaigns/campaign.routes.js';
 import { segmentSendRoutes } from '../campaigns/segment-send.routes.js';
 import { channelRoutes } from '../channels/channel.routes.js';
@@ -208,6 +209,7 @@ async function registerFeatures(app: FastifyInstance, ctx: AppContext): Promise<
     conversationRoutes,
     campaignRoutes,
     segmentSendRoutes,
+    analyticsRoutes,
     webhookRoutes,
     sandboxRoutes,
     sentLogRoutes,

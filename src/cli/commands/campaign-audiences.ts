@@ -1,4 +1,7 @@
+import { once } from 'node:events';
 import type { Command } from 'commander';
+import { getCampaign } from '../../campaigns/campaign.service.js';
+import { exportCampaignDeliveries } from '../../campaigns/delivery-export.service.js';
 import type { SegmentSendResponse } from '../../campaigns/segment-send.schemas.js';
 import { getSegmentSend, scheduleSegmentSend } from '../../campaigns/segment-send.service.js';
 import type { JobRunner } from '../../jobs/job-runner.js';
@@ -18,6 +21,7 @@ export function registerCampaignAudienceCommands(
   campaign: Command,
   withJobStore: <T>(admin: AdminContext, fn: (jobs: JobRunner) => Promise<T>) => Promise<T>,
 ): void {
+  registerCampaignExportCommand(campaign);
   dbOptions(campaign.command('send').description('send the campaign to a segment, now or at a time (a server runs it)'))
     .requiredOption('--org <id>', 'organization ID')
     .requiredOption('--id <id>', 'campaign ID')
@@ -55,6 +59,23 @@ export function registerCampaignAudienceCommands(
           const send = await getSegmentSend(database.db, flags.org, flags.id, flags.send);
           if (flags.json) printJson(send);
           else print(line(send));
+        });
+      }),
+    );
+}
+
+/** `campaign export`: the campaign's deliveries as CSV on stdout, oldest first. */
+export function registerCampaignExportCommand(campaign: Command): void {
+  dbOptions(campaign.command('export').description("the campaign's deliveries as CSV on stdout, oldest first"))
+    .requiredOption('--org <id>', 'organization ID')
+    .requiredOption('--id <id>', 'campaign ID')
+    .action(
+      action(async (flags: Flags) => {
+        await withAdmin(flags, async ({ database }) => {
+          await getCampaign(database.db, flags.org, flags.id);
+          await exportCampaignDeliveries({ db: database.db }, flags.org, flags.id, async (chunk) => {
+            if (!process.stdout.write(chunk)) await once(process.stdout, 'drain');
+          });
         });
       }),
     );

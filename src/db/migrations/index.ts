@@ -28,6 +28,7 @@ import { endUserAttributes } from './0060-end-user-attributes.js';
 import { segments } from './0061-segments.js';
 import { segmentSends } from './0062-segment-sends.js';
 import { orgSendingRules } from './0063-org-sending-rules.js';
+import { statCounts } from './0064-stat-counts.js';
 
 export type { MigrationDeps, Sealer } from './0017-sealed-endpoint-secrets.js';
 
@@ -65,6 +66,7 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0061-segments': segments,
     '0062-segment-sends': segmentSends,
     '0063-org-sending-rules': orgSendingRules,
+    '0064-stat-counts': statCounts,
   };
 }
 
