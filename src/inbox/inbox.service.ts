@@ -13,6 +13,7 @@ import type { DB } from '../db/schema.js';
 import { publishLive } from '../live/index.js';
 import { isWindowOpen } from '../messaging/index.js';
 import { listNumbers } from '../numbers/number.service.js';
+import { readCatalogue } from '../policies/index.js';
 import type { Clock } from '../shared/clock.js';
 import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
@@ -187,8 +188,8 @@ export interface PickerTemplate {
 /**
  * The templates a person may pick for a conversation whose window is closed: those the agent's
  * number knows (a sandbox number: the sandbox's own, with their parameter counts) and those the
- * organization's triggers open conversations with. One place, so that a catalogue of the
- * provider's templates slots in here.
+ * organization's triggers open conversations with; once the number's template catalogue was synced,
+ * its approved templates instead.
  */
 export async function templatesFor(
   db: Kysely<DB>,
@@ -200,6 +201,21 @@ export async function templatesFor(
   const numbers = agent?.numberId ? await listNumbers(db, orgId) : [];
   const number = numbers.find((n) => n.id === agent?.numberId);
   const out = new Map<string, PickerTemplate>();
+  const catalogue = number ? await readCatalogue(db, orgId, number.id) : undefined;
+  if (catalogue?.synced) {
+    // The number's catalogue is the truth: its approved templates, but those whose header is a file
+    // (the picker has no file to give them).
+    for (const t of catalogue.templates.values()) {
+      if (t.status !== 'APPROVED' || (t.header && t.header.format !== 'TEXT')) continue;
+      out.set(`${t.name}|${t.language}`, {
+        name: t.name,
+        language: t.language,
+        header: t.header?.parameters ?? 0,
+        body: t.bodyParameters,
+      });
+    }
+    return [...out.values()].sort((a, b) => a.name.localeCompare(b.name) || a.language.localeCompare(b.language));
+  }
   if (number?.provider === 'sandbox') {
     for (const t of sandboxTemplates) {
       out.set(`${t.name}|${t.language}`, { name: t.name, language: t.language, header: t.header, body: t.body });

@@ -14,6 +14,7 @@ import {
   randomPhone,
   sandboxInbound,
 } from '../helpers/messaging.js';
+import { syncCatalogue } from '../helpers/policies.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { until } from '../helpers/wait.js';
 
@@ -251,6 +252,14 @@ describe.each(DIALECTS)('the inbox pages (%s)', (dialect) => {
     expect(closedWindow.body).toContain('The 24-hour window is closed');
     expect(closedWindow.body).toContain('<label for="template">Template</label>');
     expect(closedWindow.body).toContain('>Send template</button>');
+    expect(closedWindow.body).toContain('promo_image');
+    // Once the number's catalogue is synced, the picker offers its approved templates, but not
+    // those whose header is a file (the picker has none to give).
+    await syncCatalogue(t, { orgId: x.org.id });
+    const fromCatalogue = await x.asMember.get(`/dashboard/inbox/${id}`);
+    expect(fromCatalogue.body).toContain('spring_sale');
+    expect(fromCatalogue.body).toContain('order_update');
+    expect(fromCatalogue.body).not.toContain('promo_image');
 
     // A member may not assign to others; an owner may.
     const refused = await x.asMember.post(`/dashboard/inbox/${id}/assign`, { _csrf: x.asMember.csrf, to: x.owner.id });
