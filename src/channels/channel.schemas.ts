@@ -198,6 +198,7 @@ export const SendCheckResponse = Type.Object(
     ),
   },
   {
+    title: 'SendCheckResponse',
     examples: [
       {
         success: true,

@@ -39,6 +39,7 @@ const CHANNEL_PREFIXES = [
   '/api/conversations',
   '/api/campaigns',
   '/api/media',
+  '/api/templates',
 ];
 
 export function familyOfUrl(url: string): Family {

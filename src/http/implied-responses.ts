@@ -35,11 +35,18 @@ const IMPLIED_CODES: Record<number, [code: string, sentence: string][]> = {
   413: [['PAYLOAD_TOO_LARGE', 'PAYLOAD_TOO_LARGE: the body is over PARLEY_BODY_LIMIT.']],
 };
 
+/** A path parameter that is not valid percent-encoding (the router refuses it before any route runs). */
+const INVALID_URL: [code: string, sentence: string] = [
+  'INVALID_URL',
+  'INVALID_URL: a path parameter that is not valid percent-encoding (such as %ED%A0%80).',
+];
+
 /** A coded response's description names each code it can carry: the implied ones are added. */
-function withCodesNamed(schema: unknown, status: number): unknown {
+function withCodesNamed(schema: unknown, status: number, hasParams: boolean): unknown {
   const description = (schema as { description?: unknown }).description;
   const text = typeof description === 'string' ? description : '';
-  const missing = (IMPLIED_CODES[status] ?? []).filter(([code]) => !text.includes(code)).map(([, s]) => s);
+  const implied = [...(IMPLIED_CODES[status] ?? []), ...(status === 400 && hasParams ? [INVALID_URL] : [])];
+  const missing = implied.filter(([code]) => !text.includes(code)).map(([, s]) => s);
   if (missing.length === 0) return schema;
   return { ...(schema as object), description: [text, ...missing].filter(Boolean).join(' ') };
 }
@@ -62,7 +69,7 @@ export function addImpliedResponses(route: RouteOptions): void {
       const own = response[status] ?? response[String(status)];
       const schema = own ?? errorResponses(family, [status])[status];
       delete response[String(status)];
-      response[status] = family === 'coded' ? withCodesNamed(schema, status) : schema;
+      response[status] = family === 'coded' ? withCodesNamed(schema, status, route.url.includes(':')) : schema;
     }
   }
   schema.response = response;

@@ -105,6 +105,26 @@ function hoist(node: unknown, components: Json): unknown {
   return out;
 }
 
+/** The example of each media type whose schema is a named one, by the schema's name (the first seen). */
+function examplesOfMedia(paths: Json): Map<string, unknown> {
+  const out = new Map<string, unknown>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      for (const n of node) visit(n);
+      return;
+    }
+    if (!isObject(node)) return;
+    const ref = isObject(node.schema) ? node.schema.$ref : undefined;
+    if (typeof ref === 'string' && node.example !== undefined) {
+      const name = ref.slice(ref.lastIndexOf('/') + 1);
+      if (!out.has(name)) out.set(name, node.example);
+    }
+    for (const value of Object.values(node)) visit(value);
+  };
+  visit(paths);
+  return out;
+}
+
 function mapValues(obj: Json, fn: (v: unknown) => unknown): Json {
   return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, fn(v)]));
 }
@@ -127,8 +147,11 @@ export function finishDocument(document: Json, license: { name: string; url?: st
     }
     paths[path] = methods;
   }
+  // Fastify's swagger moves a body schema's `examples` to its media type: a named schema takes the
+  // first of them back, so that each component carries its example.
+  const mediaExamples = examplesOfMedia(paths);
   for (const [name, schema] of Object.entries(schemas)) {
-    const example = SCHEMA_EXAMPLES[name];
+    const example = SCHEMA_EXAMPLES[name] ?? mediaExamples.get(name);
     if (isObject(schema) && !('example' in schema) && !('examples' in schema) && example !== undefined) {
       schemas[name] = { ...schema, example };
     }

@@ -90,7 +90,37 @@ const delivery = {
   updatedAt: T + 2572,
 };
 
+const segment = {
+  id: 'seg_3kTq9ZpW0bLm2XcV7nR4sA',
+  name: 'VIPs on pro',
+  filter: { tags: { any: ['vip'] }, attributes: { plan: 'pro' }, consent: 'not_denied' },
+  count: 1280,
+  createdAt: T,
+};
+
 export const SCHEMA_EXAMPLES: Readonly<Record<string, unknown>> = {
+  SegmentList: { data: [segment], nextCursor: null },
+  SegmentDeleted: { id: segment.id, deleted: true },
+  SegmentMembers: {
+    data: [
+      {
+        _id: EU,
+        name: 'Ada Lovelace',
+        email: 'ada@example.com',
+        phone: '+14155550100',
+        tags: ['vip'],
+        origin: 'manual',
+        channelIdentifiers: { msgapp: '+14155550100' },
+        consent: {},
+        attributes: { plan: 'pro', seats: 12 },
+        createdAt: T,
+        lastSeenAt: null,
+        updatedAt: T,
+      },
+    ],
+    nextCursor: null,
+  },
+  CampaignRecipientCheck: { index: 1, status: 'queued', delivery: 'failed', reason: 'opted_out' },
   ReadReceiptRequest: { typing: true },
   ReadReceiptResponse: { success: true, messageId: 'wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTdF', typing: true },
   UploadedMedia: {

@@ -45,6 +45,7 @@ export const TemplateList = Type.Object(
     }),
   },
   {
+    title: 'TemplateList',
     examples: [
       {
         data: [

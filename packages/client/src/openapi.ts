@@ -504,6 +504,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/campaigns/{campaignId}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A campaign's funnel, deliveries over time and failures
+         * @description Read from counters kept as deliveries and messages change, so it answers as fast for a million deliveries as for ten. Buckets are UTC hours or days; they add up to the totals (accepted aside).
+         */
+        get: operations["getCampaignsCampaignIdStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/msgapp": {
         parameters: {
             query?: never;
@@ -1056,7 +1076,23 @@ export interface components {
             /** @enum {boolean} */
             deleted: true;
         };
-        /** SegmentCreateRequest */
+        /**
+         * SegmentCreateRequest
+         * @example {
+         *       "name": "VIPs on pro",
+         *       "filter": {
+         *         "tags": {
+         *           "any": [
+         *             "vip"
+         *           ]
+         *         },
+         *         "attributes": {
+         *           "plan": "pro"
+         *         },
+         *         "consent": "not_denied"
+         *       }
+         *     }
+         */
         SegmentCreateRequest: {
             /** @description Trimmed; 1 to 100 characters. */
             name: string;
@@ -1087,7 +1123,26 @@ export interface components {
                 createdAfter?: number;
             };
         };
-        /** Segment */
+        /**
+         * Segment
+         * @example {
+         *       "id": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+         *       "name": "VIPs on pro",
+         *       "filter": {
+         *         "tags": {
+         *           "any": [
+         *             "vip"
+         *           ]
+         *         },
+         *         "attributes": {
+         *           "plan": "pro"
+         *         },
+         *         "consent": "not_denied"
+         *       },
+         *       "count": 1280,
+         *       "createdAt": 1795386969828
+         *     }
+         */
         Segment: {
             /** @description seg_ and 22 characters. */
             id: string;
@@ -1123,13 +1178,43 @@ export interface components {
             /** @description ms since epoch */
             createdAt: number;
         };
-        /** SegmentList */
+        /**
+         * SegmentList
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+         *           "name": "VIPs on pro",
+         *           "filter": {
+         *             "tags": {
+         *               "any": [
+         *                 "vip"
+         *               ]
+         *             },
+         *             "attributes": {
+         *               "plan": "pro"
+         *             },
+         *             "consent": "not_denied"
+         *           },
+         *           "count": 1280,
+         *           "createdAt": 1795386969828
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
         SegmentList: {
             data: components["schemas"]["Segment"][];
             /** @description null on the last page. */
             nextCursor: string | null;
         };
-        /** SegmentDeleted */
+        /**
+         * SegmentDeleted
+         * @example {
+         *       "id": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+         *       "deleted": true
+         *     }
+         */
         SegmentDeleted: {
             id: string;
             /** @enum {boolean} */
@@ -1138,6 +1223,32 @@ export interface components {
         /**
          * SegmentMembers
          * @description The end users matching the segment now, newest first.
+         * @example {
+         *       "data": [
+         *         {
+         *           "_id": "eu_3kTq9ZpW0bLm2XcV7nR4sA",
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "phone": "+14155550100",
+         *           "tags": [
+         *             "vip"
+         *           ],
+         *           "origin": "manual",
+         *           "channelIdentifiers": {
+         *             "msgapp": "+14155550100"
+         *           },
+         *           "consent": {},
+         *           "attributes": {
+         *             "plan": "pro",
+         *             "seats": 12
+         *           },
+         *           "createdAt": 1795386969828,
+         *           "lastSeenAt": null,
+         *           "updatedAt": 1795386969828
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
          */
         SegmentMembers: {
             data: components["schemas"]["EndUser"][];
@@ -1322,6 +1433,58 @@ export interface components {
             messageId: string;
             /** @description The conversation the message joined (or opened): GET /api/conversations/{id}. Absent when the recipient cannot be an end user (a phone the end-user records refuse). */
             conversationId?: string;
+        };
+        /**
+         * SendCheckResponse
+         * @example {
+         *       "success": true,
+         *       "wouldSend": false,
+         *       "checks": [
+         *         {
+         *           "rule": "agent",
+         *           "ok": true
+         *         },
+         *         {
+         *           "rule": "number",
+         *           "ok": true
+         *         },
+         *         {
+         *           "rule": "window",
+         *           "ok": true,
+         *           "reason": "a template may be sent at any time"
+         *         },
+         *         {
+         *           "rule": "template",
+         *           "ok": true
+         *         },
+         *         {
+         *           "rule": "parameters",
+         *           "ok": false,
+         *           "reason": "Template order_update (en_US) expects 2 body parameters, got 1."
+         *         },
+         *         {
+         *           "rule": "consent",
+         *           "ok": true
+         *         },
+         *         {
+         *           "rule": "rate_limit",
+         *           "ok": true
+         *         }
+         *       ]
+         *     }
+         */
+        SendCheckResponse: {
+            /** @enum {boolean} */
+            success: true;
+            /** @description Whether the send would go to the provider now (every rule ok). */
+            wouldSend: boolean;
+            checks: {
+                /** @description agent, number, window, template, parameters, consent or rate_limit, in that order. */
+                rule: string;
+                ok: boolean;
+                /** @description Why not: the sentence the send would have answered; or a note on an ok. */
+                reason?: string;
+            }[];
         };
         /**
          * MessageStatus
@@ -1957,7 +2120,15 @@ export interface components {
             rejected: number;
             results: components["schemas"]["CampaignRecipientResult"][];
         };
-        /** CampaignRecipientCheck */
+        /**
+         * CampaignRecipientCheck
+         * @example {
+         *       "index": 1,
+         *       "status": "queued",
+         *       "delivery": "failed",
+         *       "reason": "opted_out"
+         *     }
+         */
         CampaignRecipientCheck: {
             /** @description Position of the recipient in the request. */
             index: number;
@@ -1972,7 +2143,28 @@ export interface components {
             /** @description Why the delivery would fail: `opted_out`, or the template catalogue’s sentence. */
             reason?: string;
         };
-        /** CampaignWebhookCheckResponse */
+        /**
+         * CampaignWebhookCheckResponse
+         * @example {
+         *       "success": true,
+         *       "accepted": 2,
+         *       "duplicates": 0,
+         *       "rejected": 0,
+         *       "results": [
+         *         {
+         *           "index": 0,
+         *           "status": "queued",
+         *           "delivery": "sent"
+         *         },
+         *         {
+         *           "index": 1,
+         *           "status": "queued",
+         *           "delivery": "failed",
+         *           "reason": "opted_out"
+         *         }
+         *       ]
+         *     }
+         */
         CampaignWebhookCheckResponse: {
             /** @enum {boolean} */
             success: true;
@@ -2092,7 +2284,13 @@ export interface components {
             data: components["schemas"]["Delivery"][];
             nextCursor: string | null;
         };
-        /** SegmentSendRequest */
+        /**
+         * SegmentSendRequest
+         * @example {
+         *       "segment": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+         *       "at": 1795400000000
+         *     }
+         */
         SegmentSendRequest: {
             /** @description The segment ID (seg_...), of the campaign’s organization. */
             segment: string;
@@ -2100,7 +2298,27 @@ export interface components {
             at?: number;
             parameters?: components["schemas"]["TemplateParameters"];
         };
-        /** SegmentSend */
+        /**
+         * SegmentSend
+         * @example {
+         *       "id": "snd_3kTq9ZpW0bLm2XcV7nR4sA",
+         *       "status": "scheduled",
+         *       "at": 1795400000000,
+         *       "segment": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+         *       "segmentName": "VIPs on pro",
+         *       "counts": {
+         *         "members": 0,
+         *         "accepted": 0,
+         *         "duplicates": 0,
+         *         "optedOut": 0,
+         *         "skipped": 0
+         *       },
+         *       "error": null,
+         *       "createdAt": 1795386969828,
+         *       "startedAt": null,
+         *       "finishedAt": null
+         *     }
+         */
         SegmentSend: {
             /** @description snd_ and 22 characters. */
             id: string;
@@ -2128,6 +2346,61 @@ export interface components {
             createdAt: number;
             startedAt: number | null;
             finishedAt: number | null;
+        };
+        /**
+         * CampaignStats
+         * @example {
+         *       "totals": {
+         *         "accepted": 3,
+         *         "sent": 3,
+         *         "delivered": 2,
+         *         "read": 1,
+         *         "replied": 1,
+         *         "failed": 0
+         *       },
+         *       "buckets": [
+         *         {
+         *           "start": 1795392000000,
+         *           "sent": 3,
+         *           "delivered": 2,
+         *           "read": 1,
+         *           "replied": 1,
+         *           "failed": 0
+         *         }
+         *       ],
+         *       "failures": []
+         *     }
+         */
+        CampaignStats: {
+            totals: {
+                /** @description Deliveries made (webhook posts and segment sends). */
+                accepted: number;
+                /** @description Deliveries whose message the provider took. */
+                sent: number;
+                /** @description Delivered to the phone (read ones included). */
+                delivered: number;
+                /** @description Read. */
+                read: number;
+                /** @description The end user wrote back in the delivery’s conversation within 72 hours of its send. */
+                replied: number;
+                /** @description Failed: on Parley’s side (its error) or at the provider. */
+                failed: number;
+            };
+            /** @description Each bucket counts what happened in it; from the first to the last with anything, none skipped. They add up to the totals. */
+            buckets: {
+                /** @description Start of the hour or day (UTC), ms. */
+                start: number;
+                sent: number;
+                delivered: number;
+                read: number;
+                replied: number;
+                failed: number;
+            }[];
+            /** @description Failures by reason, most first (at most 20). */
+            failures: {
+                reason: string;
+                count: number;
+            }[];
         };
         /**
          * ProviderWebhookChallenge
@@ -2498,6 +2771,54 @@ export interface components {
             sha256: string;
             /** @description The file name of the upload, without folders. */
             filename: string | null;
+        };
+        /**
+         * TemplateList
+         * @example {
+         *       "data": [
+         *         {
+         *           "name": "order_update",
+         *           "language": "en_US",
+         *           "category": "UTILITY",
+         *           "status": "APPROVED",
+         *           "header": {
+         *             "format": "TEXT",
+         *             "parameters": 1
+         *           },
+         *           "bodyParameters": 2,
+         *           "buttons": [],
+         *           "updatedAt": 1767225600000
+         *         }
+         *       ],
+         *       "syncedAt": 1767225600000
+         *     }
+         */
+        TemplateList: {
+            data: {
+                name: string;
+                /** @description xx_XX, as approved. */
+                language: string;
+                /** @description MARKETING, UTILITY or AUTHENTICATION. */
+                category: string;
+                /** @description APPROVED, PENDING, REJECTED, PAUSED or DISABLED (or another the provider gives). */
+                status: string;
+                /** @description null: no header. */
+                header: {
+                    /** @description TEXT, IMAGE, VIDEO, DOCUMENT or LOCATION. */
+                    format: string;
+                    /** @description Parameters the header takes (a media header: 1, the file). */
+                    parameters: number;
+                } | null;
+                bodyParameters: number;
+                buttons: {
+                    type: string;
+                    text: string;
+                }[];
+                /** @description When Parley last saw it change, ms since epoch. */
+                updatedAt: number;
+            }[];
+            /** @description When the catalogue was last read from the provider; null: never (sends fall back to its answer). */
+            syncedAt: number | null;
         };
         /**
          * Readiness
@@ -3497,7 +3818,7 @@ export interface operations {
                     "application/json": components["schemas"]["Segment"];
                 };
             };
-            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. INVALID_URL: a path parameter that is not valid percent-encoding (such as %ED%A0%80). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3573,7 +3894,7 @@ export interface operations {
                     "application/json": components["schemas"]["SegmentDeleted"];
                 };
             };
-            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. INVALID_URL: a path parameter that is not valid percent-encoding (such as %ED%A0%80). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3662,7 +3983,7 @@ export interface operations {
                     "application/json": components["schemas"]["SegmentMembers"];
                 };
             };
-            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. INVALID_URL: a path parameter that is not valid percent-encoding (such as %ED%A0%80). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3934,19 +4255,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @description Whether the send would go to the provider now (every rule ok). */
-                        wouldSend: boolean;
-                        checks: {
-                            /** @description agent, number, window, template, parameters, consent or rate_limit, in that order. */
-                            rule: string;
-                            ok: boolean;
-                            /** @description Why not: the sentence the send would have answered; or a note on an ok. */
-                            reason?: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SendCheckResponse"];
                 };
             };
             /** @description Bad request: invalid input. */
@@ -5783,6 +6092,108 @@ export interface operations {
             };
         };
     };
+    getCampaignsCampaignIdStats: {
+        parameters: {
+            query?: {
+                /** @description hour or day (UTC); default day. */
+                bucket?: "hour" | "day";
+            };
+            header?: never;
+            path: {
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "totals": {
+                     *         "accepted": 3,
+                     *         "sent": 3,
+                     *         "delivered": 2,
+                     *         "read": 1,
+                     *         "replied": 1,
+                     *         "failed": 0
+                     *       },
+                     *       "buckets": [
+                     *         {
+                     *           "start": 1795392000000,
+                     *           "sent": 3,
+                     *           "delivered": 2,
+                     *           "read": 1,
+                     *           "replied": 1,
+                     *           "failed": 0
+                     *         }
+                     *       ],
+                     *       "failures": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CampaignStats"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
     verifyProviderWebhook: {
         parameters: {
             query?: {
@@ -6300,33 +6711,7 @@ export interface operations {
                      *       "syncedAt": 1767225600000
                      *     }
                      */
-                    "application/json": {
-                        data: {
-                            name: string;
-                            /** @description xx_XX, as approved. */
-                            language: string;
-                            /** @description MARKETING, UTILITY or AUTHENTICATION. */
-                            category: string;
-                            /** @description APPROVED, PENDING, REJECTED, PAUSED or DISABLED (or another the provider gives). */
-                            status: string;
-                            /** @description null: no header. */
-                            header: {
-                                /** @description TEXT, IMAGE, VIDEO, DOCUMENT or LOCATION. */
-                                format: string;
-                                /** @description Parameters the header takes (a media header: 1, the file). */
-                                parameters: number;
-                            } | null;
-                            bodyParameters: number;
-                            buttons: {
-                                type: string;
-                                text: string;
-                            }[];
-                            /** @description When Parley last saw it change, ms since epoch. */
-                            updatedAt: number;
-                        }[];
-                        /** @description When the catalogue was last read from the provider; null: never (sends fall back to its answer). */
-                        syncedAt: number | null;
-                    };
+                    "application/json": components["schemas"]["TemplateList"];
                 };
             };
             /** @description Bad request: invalid input. */
