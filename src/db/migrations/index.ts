@@ -23,6 +23,7 @@ import { idempotencyClaimToken } from './0020-idempotency-claim-token.js';
 import { media } from './0022-media.js';
 import { peopleInTheLoop } from './0036-people-in-the-loop.js';
 import { templateCatalogue } from './0050-template-catalogue.js';
+import { campaignPausedReason } from './0051-campaign-paused-reason.js';
 
 export type { MigrationDeps, Sealer } from './0017-sealed-endpoint-secrets.js';
 
@@ -55,6 +56,7 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0022-media': media,
     '0036-people-in-the-loop': peopleInTheLoop,
     '0050-template-catalogue': templateCatalogue,
+    '0051-campaign-paused-reason': campaignPausedReason,
   };
 }
 
