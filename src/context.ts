@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { LastUsedTracker } from './auth/last-used.js';
 import { defineCampaignTasks } from './campaigns/campaign-tasks.js';
 import { createNumberPacer, type NumberPacer } from './campaigns/number-pacer.js';
+import { pauseForQuality } from './campaigns/quality-pause.service.js';
 import { sendFromAgent } from './channels/index.js';
 import type { Config, RegionConfig } from './config.js';
 import { IdleSweeper } from './conversations/idle-sweep.js';
@@ -18,6 +19,7 @@ import { createMediaStore, defineMediaRetention, type MediaStore } from './media
 import { createMessaging, type Messaging } from './messaging/messaging.js';
 import { secretBoxOf } from './numbers/index.js';
 import { Metrics } from './ops/metrics.js';
+import { allNumberHealth } from './policies/number-health.service.js';
 import {
   type AccountTaskDeps,
   createPolicyDeps,
@@ -132,6 +134,7 @@ export async function createContext(
   );
   metrics?.watchJobs(jobs);
   metrics?.watchWaiting(() => countAllWaitingRows(database.db));
+  metrics?.watchNumberHealth(() => allNumberHealth(database.db));
   const messaging = await createMessaging(
     config,
     region.region,
@@ -184,7 +187,19 @@ export async function createContext(
     { db: database.db, store: mediaStore, clock, logger, retentionDays: config.media.retentionDays },
     config.media.sweepMs,
   );
-  const policies = createPolicyDeps(config, { db: database.db, clock, logger, messaging });
+  const policies = createPolicyDeps(config, {
+    db: database.db,
+    clock,
+    logger,
+    messaging,
+    // A number turning RED pauses the campaigns sending from it (YELLOW halves their pace: campaigns).
+    onQualityChange: async ({ orgId, numberId, phone, quality }) => {
+      if (quality !== 'RED') return;
+      const paused = await pauseForQuality({ db: database.db, jobs, clock }, { orgId, numberId, phone, quality });
+      if (paused.length > 0)
+        logger.warn({ numberId, quality, campaigns: paused }, 'campaigns paused: their number turned RED');
+    },
+  });
   defineAccountTasks(jobs, policies, config.policies.templateSyncMs);
   // Opt-out and opt-in keywords; the organization's opt-out reply goes out as any send does.
   defineConsentKeywordQueue(jobs, {

@@ -3,6 +3,7 @@ import { type SendDeps, sendFromAgent } from '../channels/index.js';
 import type { CampaignsConfig } from '../config.js';
 import type { DB } from '../db/schema.js';
 import type { JobRunner } from '../jobs/job-runner.js';
+import { halfPaceLookup } from '../policies/number-health.service.js';
 import type { Clock } from '../shared/clock.js';
 import {
   CAMPAIGN_DELIVERY_QUEUE,
@@ -45,6 +46,8 @@ export function defineCampaignTasks(deps: CampaignTaskDeps): CampaignTasks {
     pacer: deps.pacer,
     send: (input) => sendFromAgent(deps.send, input),
     unconfirmed,
+    // The number's health halves its campaigns' pace when YELLOW (src/policies/).
+    halfPace: halfPaceLookup(db),
   });
   new CampaignDispatcher({ db, jobs }).define(jobs);
   deliverer.define(jobs);

@@ -35,7 +35,7 @@ export async function setCampaignStatus(
 ): Promise<CampaignTable | undefined> {
   return db
     .updateTable('campaigns')
-    .set({ status, updated_at: at })
+    .set({ status, updated_at: at, paused_reason: null })
     .where('org_id', '=', orgId)
     .where('id', '=', id)
     .returningAll()

@@ -120,6 +120,10 @@ export const CampaignResponse = Type.Object(
     template: Type.Union([Type.String(), Type.Null()]),
     language: Type.Union([Type.String(), Type.Null()]),
     status: Type.Union([Type.Literal('active'), Type.Literal('paused')]),
+    pausedReason: Type.Union([Type.String(), Type.Null()], {
+      description:
+        "Why Parley paused it (its number's quality rating turned RED); null when active or paused by a person.",
+    }),
     createdAt: Type.Integer({ description: 'ms since epoch' }),
     updatedAt: Type.Integer({ description: 'ms since epoch' }),
     counts: CampaignCounts,

@@ -35,6 +35,8 @@ export interface Campaign {
   language: string | null;
   parameters: TemplateParameterLists | null;
   status: CampaignTable['status'];
+  /** Why Parley paused it (the number turned RED); null when active or paused by a person. */
+  pausedReason: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -53,6 +55,7 @@ export const toCampaign = (row: CampaignTable): Campaign => ({
   language: row.template_language,
   parameters: parseParameters(row.default_parameters),
   status: row.status,
+  pausedReason: row.paused_reason ?? null,
   createdAt: Number(row.created_at),
   updatedAt: Number(row.updated_at ?? row.created_at),
 });
@@ -113,6 +116,7 @@ export async function createCampaign(db: Kysely<DB>, clock: Clock, input: Create
     default_parameters: input.parameters ? JSON.stringify(input.parameters) : null,
     status: 'active',
     updated_at: now,
+    paused_reason: null,
   };
   const actor = input.actor;
   await inTransaction(db, async (trx) => {

@@ -54,6 +54,8 @@ export interface DeliveryDeps {
   readonly send: (input: SendFromAgentInput) => Promise<SendFromAgentResult>;
   /** Where a send whose outcome is unknown is watched. */
   readonly unconfirmed: Pick<UnconfirmedSends, 'watch'>;
+  /** Whether a number's campaign sends go at half pace (its quality rating is YELLOW: src/policies/). */
+  readonly halfPace?: (numberId: string) => Promise<boolean>;
 }
 
 /**
@@ -149,6 +151,8 @@ export class CampaignDeliverer {
     const paceKey = row.number_id ?? `agent:${row.agent_id}`;
     const slot = await this.deps.pacer.reserve(paceKey, MAX_PACE_WAIT_MS);
     if (!slot.ok) throw new RetryLater(this.spread(paceKey, slot.retryInMs), 'waiting for the number’s pace');
+    // A YELLOW number: each send takes a second slot as well, so its campaigns go at half pace.
+    if (row.number_id && (await this.deps.halfPace?.(row.number_id))) await this.deps.pacer.note(paceKey);
     if (slot.waitMs > 0) await sleep(slot.waitMs);
     // A pause during the wait stops this send too.
     if ((await campaignStatus(db, row.campaign_id)) !== 'active') return;

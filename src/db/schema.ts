@@ -66,6 +66,8 @@ export interface CampaignTable {
   default_parameters: string | null;
   status: 'active' | 'paused';
   updated_at: number | null;
+  /** Why Parley paused it (its number turned RED); null otherwise (migration 0051). */
+  paused_reason: string | null;
 }
 
 export interface ApiKeyTable {

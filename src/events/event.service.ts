@@ -23,6 +23,7 @@ export const EVENT_TYPES = [
   'message.sent',
   'enduser.opted_out',
   'enduser.opted_in',
+  'campaign.paused',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

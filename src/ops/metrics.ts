@@ -87,6 +87,26 @@ export class Metrics {
     });
   }
 
+  /**
+   * Each number's quality rating as the provider last gave it (src/policies/): 2 GREEN, 1 YELLOW,
+   * 0 RED, -1 unknown, labelled by number and messaging limit.
+   */
+  watchNumberHealth(list: () => Promise<{ phone: string; quality: string; messagingLimit: string | null }[]>): void {
+    const score: Record<string, number> = { GREEN: 2, YELLOW: 1, RED: 0 };
+    new Gauge({
+      name: 'parley_number_quality',
+      help: "Each number's quality rating: 2 GREEN, 1 YELLOW, 0 RED, -1 unknown.",
+      labelNames: ['number', 'messaging_limit'],
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const n of await list()) {
+          this.set({ number: n.phone, messaging_limit: n.messagingLimit ?? 'unknown' }, score[n.quality] ?? -1);
+        }
+      },
+    });
+  }
+
   /** The provider, with each send timed and counted by outcome. */
   instrumentProvider<I, R extends { readonly ok: true } | { readonly ok: false; readonly kind: string }>(
     provider: TimedProvider<I, R>,

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { DB } from '../db/schema.js';
 import { AppError } from '../shared/errors.js';
 import { ProviderAccountError } from './provider-account.js';
-import { healthRows, type NumberToSync, recordHealth } from './template.repository.js';
+import { healthRows, type NumberToSync, ratedNumbers, recordHealth } from './template.repository.js';
 import { type TemplateSyncDeps, tokenOf } from './template-sync.service.js';
 
 /** A number's health as the provider rates it. */
@@ -15,6 +15,8 @@ export interface NumberHealth {
 export type OnQualityChange = (change: {
   readonly orgId: string;
   readonly numberId: string;
+  /** E.164. */
+  readonly phone: string;
   readonly before: string | null;
   readonly quality: string;
 }) => Promise<void>;
@@ -37,7 +39,7 @@ export async function refreshNumberHealth(
   }
   await recordHealth(deps.db, n, health, deps.clock.now());
   if (before !== health.quality) {
-    await deps.onQualityChange?.({ orgId: n.orgId, numberId: n.id, before, quality: health.quality });
+    await deps.onQualityChange?.({ orgId: n.orgId, numberId: n.id, phone: n.phone, before, quality: health.quality });
   }
   return health;
 }
@@ -58,4 +60,35 @@ export async function storedHealth(
     });
   }
   return out;
+}
+
+/** How long a node trusts a number's rating it read for pacing (a change reaches every node this fast). */
+const HALF_PACE_TTL_MS = 5_000;
+
+/**
+ * Whether a number's campaign sends go at half pace (its rating is YELLOW), read at most every few
+ * seconds per number: a campaign delivery asks before each send.
+ */
+export function halfPaceLookup(db: Kysely<DB>): (numberId: string) => Promise<boolean> {
+  const known = new Map<string, { yellow: boolean; at: number }>();
+  return async (numberId) => {
+    const now = Date.now();
+    const hit = known.get(numberId);
+    if (hit && now - hit.at < HALF_PACE_TTL_MS) return hit.yellow;
+    const yellow = (await storedHealth(db, [numberId])).get(numberId)?.quality === 'YELLOW';
+    if (known.size > 10_000) known.clear();
+    known.set(numberId, { yellow, at: now });
+    return yellow;
+  };
+}
+
+/** Every number of the region with a rating, for the metrics. */
+export async function allNumberHealth(
+  db: Kysely<DB>,
+): Promise<{ phone: string; quality: string; messagingLimit: string | null }[]> {
+  return (await ratedNumbers(db)).map((r) => ({
+    phone: r.phone,
+    quality: r.quality ?? 'UNKNOWN',
+    messagingLimit: r.messaging_limit,
+  }));
 }

@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { DB } from '../db/schema.js';
 import type { Clock } from '../shared/clock.js';
 import type { AccountTaskDeps } from './account-change.task.js';
+import type { OnQualityChange } from './number-health.service.js';
 import { createProviderAccount } from './provider-account.js';
 
 export { type AccountTaskDeps, defineAccountTasks } from './account-change.task.js';
@@ -23,6 +24,8 @@ export function createPolicyDeps(
       readonly sandbox: { readonly url: string } | undefined;
       readonly secrets: { open(sealed: string): string };
     };
+    /** What a change of a number's quality rating leads to (campaigns paused on RED). */
+    readonly onQualityChange?: OnQualityChange;
   },
 ): AccountTaskDeps {
   const m = config.messaging;
@@ -31,6 +34,7 @@ export function createPolicyDeps(
     clock: parts.clock,
     logger: parts.logger,
     secrets: parts.messaging.secrets,
+    onQualityChange: parts.onQualityChange,
     account: createProviderAccount({
       baseUrl: () => m.providerBaseUrl ?? parts.messaging.sandbox?.url ?? '',
       version: m.providerApiVersion,

@@ -185,6 +185,8 @@ export async function listAccounts(db: Kysely<DB>): Promise<NumberAccountTable[]
 export interface NumberToSync {
   readonly id: string;
   readonly orgId: string;
+  /** E.164. */
+  readonly phone: string;
   readonly provider: string;
   readonly phoneNumberId: string;
   readonly accessTokenEnc: string | null;
@@ -199,13 +201,14 @@ export async function numbersToSync(
   let q = db
     .selectFrom('messaging_numbers as n')
     .leftJoin('number_accounts as a', 'a.number_id', 'n.id')
-    .select(['n.id', 'n.org_id', 'n.provider', 'n.phone_number_id', 'n.access_token_enc', 'a.waba_id']);
+    .select(['n.id', 'n.org_id', 'n.phone', 'n.provider', 'n.phone_number_id', 'n.access_token_enc', 'a.waba_id']);
   if (filter.orgId) q = q.where('n.org_id', '=', filter.orgId);
   if (filter.numberId) q = q.where('n.id', '=', filter.numberId);
   const rows = await q.orderBy('n.created_at').execute();
   return rows.map((r) => ({
     id: r.id,
     orgId: r.org_id,
+    phone: r.phone,
     provider: r.provider,
     phoneNumberId: r.phone_number_id,
     accessTokenEnc: r.access_token_enc,
@@ -237,13 +240,23 @@ export async function numberForHealth(
   let q = db
     .selectFrom('messaging_numbers as n')
     .leftJoin('number_accounts as a', 'a.number_id', 'n.id')
-    .select(['n.id', 'n.org_id', 'n.provider', 'n.phone_number_id', 'n.access_token_enc', 'a.waba_id', 'a.quality']);
+    .select([
+      'n.id',
+      'n.org_id',
+      'n.phone',
+      'n.provider',
+      'n.phone_number_id',
+      'n.access_token_enc',
+      'a.waba_id',
+      'a.quality',
+    ]);
   q = by.phoneNumberId ? q.where('n.phone_number_id', '=', by.phoneNumberId) : q.where('n.phone', '=', by.phone ?? '');
   const r = await q.executeTakeFirst();
   if (!r) return undefined;
   return {
     id: r.id,
     orgId: r.org_id,
+    phone: r.phone,
     provider: r.provider,
     phoneNumberId: r.phone_number_id,
     accessTokenEnc: r.access_token_enc,
@@ -275,5 +288,19 @@ export async function setAccountWaba(
     .updateTable('number_accounts')
     .set({ waba_id: row.waba_id })
     .where('number_id', '=', row.number_id)
+    .execute();
+}
+
+/** The numbers with a stored rating, with their phone (the metrics). */
+export async function ratedNumbers(
+  db: Kysely<DB>,
+): Promise<{ phone: string; quality: string | null; messaging_limit: string | null }[]> {
+  return db
+    .selectFrom('number_accounts as a')
+    .innerJoin('messaging_numbers as n', 'n.id', 'a.number_id')
+    .select(['n.phone', 'a.quality', 'a.messaging_limit'])
+    .where('a.quality', 'is not', null)
+    .orderBy('n.phone')
+    .limit(1000)
     .execute();
 }

@@ -166,6 +166,39 @@ const ROUTES: RouteCase[] = [
     }),
   },
   {
+    method: 'POST',
+    path: '/api/channels/send/check',
+    url: () => '/api/channels/send/check',
+    permission: 'channels',
+    family: 'channel',
+    // An unknown agent is its `agent` rule (200), not a 404: its agents are tested in test/policies/send-check.test.ts.
+    agentTargeted: 'none',
+    body: () => ({
+      channel: 'msgapp',
+      to: '+14155550100',
+      type: 'template',
+      template: { name: 'hello_world', language: 'en_US' },
+    }),
+  },
+  {
+    method: 'POST',
+    path: '/api/campaigns/{campaignId}/webhook/check',
+    url: (f) => `/api/campaigns/${f.campaignId}/webhook/check`,
+    permission: 'campaigns',
+    family: 'channel',
+    agentTargeted: 'none',
+    campaignOnly: true,
+    body: () => ({ recipients: [{ to: '+14155550100' }] }),
+  },
+  {
+    method: 'GET',
+    path: '/api/templates',
+    url: () => '/api/templates',
+    permission: ['channels', 'triggers'],
+    family: 'channel',
+    agentTargeted: 'none',
+  },
+  {
     method: 'GET',
     path: '/api/messages/{messageId}',
     url: (f, target) => {

@@ -67,6 +67,9 @@ export async function createTestApp(dialect: TestDialect, options: TestAppOption
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     // Password hashes at 2^12, not the default 2^17: the suite signs in often (password.test.ts checks the default).
     PARLEY_PASSWORD_HASH_COST: '12',
+    // The numbers' templates are read when a test asks (about 12 days apart otherwise, never within a
+    // run): a sync at the top of an hour would make a test's unknown template the catalogue's to refuse.
+    PARLEY_TEMPLATE_SYNC_MS: String(2 ** 30),
     ...(dialect === 'postgres' && PG_URL ? { DATABASE_URL: PG_URL, PARLEY_PG_SCHEMA: schema, ...PG_SECRETS } : {}),
     ...options.env,
   };

@@ -2221,6 +2221,8 @@ export interface components {
             template: string | null;
             language: string | null;
             status: "active" | "paused";
+            /** @description Why Parley paused it (its number's quality rating turned RED); null when active or paused by a person. */
+            pausedReason: string | null;
             /** @description ms since epoch */
             createdAt: number;
             /** @description ms since epoch */

@@ -11,6 +11,7 @@ import {
   listNumbers,
   type MessagingNumber,
 } from '../../numbers/number.service.js';
+import { storedHealth } from '../../policies/number-health.service.js';
 import { setNumberAccount } from '../../policies/template-sync.service.js';
 import { createLogger } from '../../shared/logger.js';
 import type { AdminContext, DbFlags } from '../admin.js';
@@ -176,12 +177,29 @@ export function registerNumberCommands(program: Command): void {
       action(async (flags: DbFlags & { org: string }) => {
         await withAdmin(flags, async ({ database }) => {
           const numbers = await listNumbers(database.db, flags.org);
-          if (flags.json) printJson(numbers.map(numberJson));
+          // Its health as the provider last rated it (src/policies/): null until read.
+          const health = await storedHealth(
+            database.db,
+            numbers.map((n) => n.id),
+          );
+          const healthOf = (id: string) => ({
+            quality: health.get(id)?.quality ?? null,
+            messagingLimit: health.get(id)?.messagingLimit ?? null,
+          });
+          if (flags.json) printJson(numbers.map((n) => ({ ...numberJson(n), ...healthOf(n.id) })));
           else
             print(
               formatTable(
-                ['ID', 'PHONE', 'PROVIDER', 'PHONE NUMBER ID', 'CREATED'],
-                numbers.map((n) => [n.id, n.phone, n.provider, n.phoneNumberId, formatDate(n.createdAt)]),
+                ['ID', 'PHONE', 'PROVIDER', 'PHONE NUMBER ID', 'QUALITY', 'LIMIT', 'CREATED'],
+                numbers.map((n) => [
+                  n.id,
+                  n.phone,
+                  n.provider,
+                  n.phoneNumberId,
+                  healthOf(n.id).quality ?? 'unknown',
+                  healthOf(n.id).messagingLimit ?? 'unknown',
+                  formatDate(n.createdAt),
+                ]),
               ),
             );
         });

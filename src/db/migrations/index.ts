@@ -24,6 +24,7 @@ import { media } from './0022-media.js';
 import { peopleInTheLoop } from './0036-people-in-the-loop.js';
 import { richOutbound } from './0040-rich-outbound.js';
 import { templateCatalogue } from './0050-template-catalogue.js';
+import { campaignPausedReason } from './0051-campaign-paused-reason.js';
 import { endUserAttributes } from './0060-end-user-attributes.js';
 import { segments } from './0061-segments.js';
 import { segmentSends } from './0062-segment-sends.js';
@@ -62,6 +63,7 @@ export function migrationsWith(deps: MigrationDeps): Record<string, Migration> {
     '0036-people-in-the-loop': peopleInTheLoop,
     '0040-rich-outbound': richOutbound,
     '0050-template-catalogue': templateCatalogue,
+    '0051-campaign-paused-reason': campaignPausedReason,
     '0060-end-user-attributes': endUserAttributes,
     '0061-segments': segments,
     '0062-segment-sends': segmentSends,
