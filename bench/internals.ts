@@ -13,8 +13,15 @@
  * When a module below moves, fix its path here and nowhere else. Each export says why it is needed.
  */
 
+// audiences.ts: a segment send run in-process (its members turned into deliveries, the job runner stubbed),
+// and the analytics reads timed directly, on seeded rows.
+export { createAgent } from '../src/agents/agent.service.js';
+export { campaignStats, orgOverview } from '../src/analytics/analytics.service.js';
 // The key check of the reference servers: a bearer key's hash, as Parley's auth hook computes it.
 export { keyHashOf } from '../src/auth/auth.js';
+export { createCampaign } from '../src/campaigns/campaign.service.js';
+export { scheduleSegmentSend } from '../src/campaigns/segment-send.service.js';
+export { SegmentSender } from '../src/campaigns/segment-send.task.js';
 // The send reference's message row and its acceptance statement, the same as Parley's send.
 export { messageRow, recordAcceptance } from '../src/channels/send-from-agent.js';
 // Configuration: the reference servers and seeds open the database `parley serve` would, from the same environment.
@@ -47,9 +54,9 @@ export { createOrganization } from '../src/orgs/org.service.js';
 // inbound-media.ts runs the provider sandbox in its own process: it keeps the files there and posts their
 // webhooks itself, so that its clock starts when the provider's webhook leaves.
 export { providerJson, signBody, startSandbox } from '../src/sandbox/index.js';
+export { createSegment } from '../src/segments/segment.service.js';
 // The clock and IDs Parley stamps its rows with, so seeded rows look like the API's own.
 export { systemClock } from '../src/shared/clock.js';
 export { newId } from '../src/shared/ids.js';
-
 // Ports for child servers outside the ephemeral range, never handed out twice in a run (shared with the CLI tests).
 export { freePort } from '../test/helpers/cli.js';
