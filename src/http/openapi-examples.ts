@@ -251,6 +251,7 @@ export const SCHEMA_EXAMPLES: Readonly<Record<string, unknown>> = {
     template: 'spring_sale',
     language: 'en_US',
     status: 'active',
+    pausedReason: null,
     createdAt: T,
     updatedAt: T,
     counts,
