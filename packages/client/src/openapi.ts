@@ -101,6 +101,71 @@ export interface paths {
         patch: operations["updateEndUser"];
         trace?: never;
     };
+    "/api/segments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List segments, newest first
+         * @description Each `count` is the one taken when the segment was last read by ID (or created).
+         */
+        get: operations["getSegments"];
+        put?: never;
+        /**
+         * Save a segment of end users
+         * @description A saved filter; answered with the count of end users it matches now.
+         */
+        post: operations["postSegments"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/segments/{segmentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A segment, with its members counted now */
+        get: operations["getSegmentsSegmentId"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a segment
+         * @description Its end users stay; a send scheduled to it and not yet run ends canceled when it comes due.
+         */
+        delete: operations["deleteSegmentsSegmentId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/segments/{segmentId}/endusers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A segment's end users, newest first
+         * @description Keyset pagination: pass `nextCursor` back as `cursor` until it is null.
+         */
+        get: operations["getSegmentsSegmentIdEndusers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/channels/send": {
         parameters: {
             query?: never;
@@ -155,6 +220,26 @@ export interface paths {
         get: operations["getMessage"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/messages/{messageId}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a received message read
+         * @description Marks an inbound message read at the provider (the user sees it read) and, with `typing: true`, shows the typing indicator. Agent keys reach only the messages of their own agent's conversations (another agent's is 404, as if absent); a message the organization sent is 400. A provider refusal is 400, a provider that cannot be reached 502.
+         */
+        post: operations["markMessageRead"];
         delete?: never;
         options?: never;
         head?: never;
@@ -378,6 +463,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/campaigns/{campaignId}/sends": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the campaign to a segment, now or at a time
+         * @description Answered 202 once the send is stored with its job. At `at` (or at once) the segment is read once, on one node, and each member becomes a delivery of the campaign as if posted to its webhook (the member's msgapp identifier, else its phone; members whose msgapp consent is denied, or without a phone, are counted and skipped; one delivery per member and send). A paused campaign keeps the deliveries queued until it is resumed.
+         */
+        post: operations["postCampaignsCampaignIdSends"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/campaigns/{campaignId}/sends/{sendId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A send of the campaign to a segment: its status and counts */
+        get: operations["getCampaignsCampaignIdSendsSendId"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a scheduled send
+         * @description Only before it runs: 409 once it is running or done. Canceling a canceled send answers it again.
+         */
+        delete: operations["deleteCampaignsCampaignIdSendsSendId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/campaigns/{campaignId}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A campaign's funnel, deliveries over time and failures
+         * @description Read from counters kept as deliveries and messages change, so it answers as fast for a million deliveries as for ten. Buckets are UTC hours or days; they add up to the totals (accepted aside).
+         */
+        get: operations["getCampaignsCampaignIdStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/msgapp": {
         parameters: {
             query?: never;
@@ -458,6 +604,26 @@ export interface paths {
         get: operations["downloadMedia"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file to send
+         * @description `multipart/form-data` with the file in the field `file`. Accepted as the provider accepts them: `image/jpeg`, `image/png` up to 5 MB; `video/mp4`, `video/3gpp` up to 16 MB; `audio/aac`, `audio/amr`, `audio/mpeg`, `audio/mp4`, `audio/ogg` up to 16 MB; documents (`application/pdf`, the Office types, `text/plain`) up to 100 MB. The bytes decide the type: a file whose bytes are not its declared type is 400, one over its limit 413, and nothing is kept on any error. The file streams to the media store. Permission Channels; an organization key, or an agent key (then that agent alone may send it). Send it with `message.media.id` (or `template.headerMedia.id`) of POST /api/channels/send.
+         */
+        post: operations["uploadMedia"];
         delete?: never;
         options?: never;
         head?: never;
@@ -590,6 +756,10 @@ export interface components {
          *         "msgapp": "+14155550100"
          *       },
          *       "consent": {},
+         *       "attributes": {
+         *         "plan": "pro",
+         *         "seats": 12
+         *       },
          *       "createdAt": 1795386969828,
          *       "lastSeenAt": null,
          *       "updatedAt": 1795386969828
@@ -624,6 +794,10 @@ export interface components {
                     source: string;
                 };
             };
+            /** @description Custom attributes; {} when none. */
+            attributes: {
+                [key: string]: string | number | boolean;
+            };
             /** @description ms since epoch */
             createdAt: number;
             /** @description ms since epoch of the last inbound message; null if none */
@@ -648,6 +822,10 @@ export interface components {
          *             "msgapp": "+14155550100"
          *           },
          *           "consent": {},
+         *           "attributes": {
+         *             "plan": "pro",
+         *             "seats": 12
+         *           },
          *           "createdAt": 1795386969828,
          *           "lastSeenAt": null,
          *           "updatedAt": 1795386969828
@@ -704,6 +882,17 @@ export interface components {
                     source?: string;
                 };
             };
+            /**
+             * @description Custom attributes. At most 50 keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most 1000 characters), numbers or booleans.
+             * @example {
+             *       "plan": "pro",
+             *       "seats": 12,
+             *       "trial": false
+             *     }
+             */
+            attributes?: {
+                [key: string]: string | number | boolean;
+            };
         };
         /**
          * EndUserBatchRequest
@@ -755,6 +944,17 @@ export interface components {
                         source?: string;
                     };
                 };
+                /**
+                 * @description Custom attributes. At most 50 keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most 1000 characters), numbers or booleans.
+                 * @example {
+                 *       "plan": "pro",
+                 *       "seats": 12,
+                 *       "trial": false
+                 *     }
+                 */
+                attributes?: {
+                    [key: string]: string | number | boolean;
+                };
             }[];
         };
         /**
@@ -779,6 +979,10 @@ export interface components {
          *               "msgapp": "+14155550100"
          *             },
          *             "consent": {},
+         *             "attributes": {
+         *               "plan": "pro",
+         *               "seats": 12
+         *             },
          *             "createdAt": 1795386969828,
          *             "lastSeenAt": null,
          *             "updatedAt": 1795386969828
@@ -820,7 +1024,7 @@ export interface components {
         };
         /**
          * EndUserPatch
-         * @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel. _id, origin, createdAt, updatedAt and lastSeenAt are read-only.
+         * @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel, attributes merge per key. _id, origin, createdAt, updatedAt and lastSeenAt are read-only.
          * @example {
          *       "name": "Ada King",
          *       "tags": [
@@ -855,6 +1059,10 @@ export interface components {
                     source?: string;
                 } | null;
             } | null;
+            /** @description Merged key by key: a null value removes the key; null for the whole object removes all. At most 50 keys of 1 to 64 characters A-Z, a-z, 0-9 and _; values are strings (at most 1000 characters), numbers or booleans. */
+            attributes?: {
+                [key: string]: (string | number | boolean) | (never | null);
+            } | null;
         };
         /**
          * EndUserDeleted
@@ -867,6 +1075,185 @@ export interface components {
             _id: string;
             /** @enum {boolean} */
             deleted: true;
+        };
+        /**
+         * SegmentCreateRequest
+         * @example {
+         *       "name": "VIPs on pro",
+         *       "filter": {
+         *         "tags": {
+         *           "any": [
+         *             "vip"
+         *           ]
+         *         },
+         *         "attributes": {
+         *           "plan": "pro"
+         *         },
+         *         "consent": "not_denied"
+         *       }
+         *     }
+         */
+        SegmentCreateRequest: {
+            /** @description Trimmed; 1 to 100 characters. */
+            name: string;
+            /** @description Conditions combine with AND. An empty filter is every end user of the organization. */
+            filter: {
+                tags?: {
+                    /** @description Records carrying at least one of these tags. */
+                    any?: string[];
+                    /** @description Records carrying every one of these tags. */
+                    all?: string[];
+                };
+                /** @enum {string} */
+                origin?: "inbound" | "imported" | "manual";
+                /** @description Every key must hold this value (at most 20 keys); numbers and booleans compare as their JSON text, as the attribute= list filter does. */
+                attributes?: {
+                    [key: string]: string | number | boolean;
+                };
+                /**
+                 * @description granted: msgapp consent granted. not_denied: anything but denied (unknown or none too).
+                 * @enum {string}
+                 */
+                consent?: "granted" | "not_denied";
+                /** @description Last seen at or after (ms); never-seen records do not match. */
+                lastSeenAfter?: number;
+                /** @description Last seen before (ms); never-seen records do not match. */
+                lastSeenBefore?: number;
+                /** @description Created at or after (ms). */
+                createdAfter?: number;
+            };
+        };
+        /**
+         * Segment
+         * @example {
+         *       "id": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+         *       "name": "VIPs on pro",
+         *       "filter": {
+         *         "tags": {
+         *           "any": [
+         *             "vip"
+         *           ]
+         *         },
+         *         "attributes": {
+         *           "plan": "pro"
+         *         },
+         *         "consent": "not_denied"
+         *       },
+         *       "count": 1280,
+         *       "createdAt": 1795386969828
+         *     }
+         */
+        Segment: {
+            /** @description seg_ and 22 characters. */
+            id: string;
+            name: string;
+            /** @description Conditions combine with AND. An empty filter is every end user of the organization. */
+            filter: {
+                tags?: {
+                    /** @description Records carrying at least one of these tags. */
+                    any?: string[];
+                    /** @description Records carrying every one of these tags. */
+                    all?: string[];
+                };
+                /** @enum {string} */
+                origin?: "inbound" | "imported" | "manual";
+                /** @description Every key must hold this value (at most 20 keys); numbers and booleans compare as their JSON text, as the attribute= list filter does. */
+                attributes?: {
+                    [key: string]: string | number | boolean;
+                };
+                /**
+                 * @description granted: msgapp consent granted. not_denied: anything but denied (unknown or none too).
+                 * @enum {string}
+                 */
+                consent?: "granted" | "not_denied";
+                /** @description Last seen at or after (ms); never-seen records do not match. */
+                lastSeenAfter?: number;
+                /** @description Last seen before (ms); never-seen records do not match. */
+                lastSeenBefore?: number;
+                /** @description Created at or after (ms). */
+                createdAfter?: number;
+            };
+            /** @description How many end users match now (counted when answered). */
+            count: number;
+            /** @description ms since epoch */
+            createdAt: number;
+        };
+        /**
+         * SegmentList
+         * @example {
+         *       "data": [
+         *         {
+         *           "id": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+         *           "name": "VIPs on pro",
+         *           "filter": {
+         *             "tags": {
+         *               "any": [
+         *                 "vip"
+         *               ]
+         *             },
+         *             "attributes": {
+         *               "plan": "pro"
+         *             },
+         *             "consent": "not_denied"
+         *           },
+         *           "count": 1280,
+         *           "createdAt": 1795386969828
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        SegmentList: {
+            data: components["schemas"]["Segment"][];
+            /** @description null on the last page. */
+            nextCursor: string | null;
+        };
+        /**
+         * SegmentDeleted
+         * @example {
+         *       "id": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+         *       "deleted": true
+         *     }
+         */
+        SegmentDeleted: {
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        /**
+         * SegmentMembers
+         * @description The end users matching the segment now, newest first.
+         * @example {
+         *       "data": [
+         *         {
+         *           "_id": "eu_3kTq9ZpW0bLm2XcV7nR4sA",
+         *           "name": "Ada Lovelace",
+         *           "email": "ada@example.com",
+         *           "phone": "+14155550100",
+         *           "tags": [
+         *             "vip"
+         *           ],
+         *           "origin": "manual",
+         *           "channelIdentifiers": {
+         *             "msgapp": "+14155550100"
+         *           },
+         *           "consent": {},
+         *           "attributes": {
+         *             "plan": "pro",
+         *             "seats": 12
+         *           },
+         *           "createdAt": 1795386969828,
+         *           "lastSeenAt": null,
+         *           "updatedAt": 1795386969828
+         *         }
+         *       ],
+         *       "nextCursor": null
+         *     }
+         */
+        SegmentMembers: {
+            data: components["schemas"]["EndUser"][];
+            /** @description null on the last page. */
+            nextCursor: string | null;
         };
         /**
          * TemplateParameters
@@ -885,6 +1272,65 @@ export interface components {
             body?: string[];
             /** @description Header parameters, in order; none empty, at most 60 characters together. */
             header?: string[];
+        };
+        /**
+         * OutboundMedia
+         * @description A file to send: exactly one of `id` or `link`.
+         * @example {
+         *       "id": "med_4ZpQ8sKq2nLm6RtPz0XcVa",
+         *       "kind": "image"
+         *     }
+         */
+        OutboundMedia: {
+            /** @description A file of `POST /api/media` (`med_...`), of this organization. */
+            id?: string;
+            /** @description An http(s) address the provider fetches the file from. */
+            link?: string;
+            /**
+             * @description `image` (JPEG, PNG), `video` (MP4, 3GPP) or `document` (PDF, Office, plain text).
+             * @enum {string}
+             */
+            kind: "image" | "video" | "document";
+            /** @description A document's file name, as the user sees it. */
+            filename?: string;
+        };
+        /**
+         * ListMessage
+         * @description A list the user opens with `button` and picks one row of.
+         * @example {
+         *       "button": "Choose a slot",
+         *       "sections": [
+         *         {
+         *           "title": "Tomorrow",
+         *           "rows": [
+         *             {
+         *               "id": "slot-0900",
+         *               "title": "09:00",
+         *               "description": "Morning, 1 hour"
+         *             },
+         *             {
+         *               "id": "slot-1400",
+         *               "title": "14:00"
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        ListMessage: {
+            /** @description The label of the button that opens the list. */
+            button: string;
+            /** @description 1 to 10 sections, 10 rows in all. */
+            sections: {
+                /** @description Required when there is more than one section. */
+                title?: string;
+                rows: {
+                    /** @description Comes back as `reply.id` when the user picks it; unique in the list. */
+                    id: string;
+                    title: string;
+                    description?: string;
+                }[];
+            }[];
         };
         /**
          * ChannelSendRequest
@@ -935,11 +1381,35 @@ export interface components {
                  */
                 language: string;
                 parameters?: components["schemas"]["TemplateParameters"];
+                headerMedia?: components["schemas"]["OutboundMedia"];
             };
-            /** @description Required when `type` is `message`; refused with `template`. */
+            /** @description Required when `type` is `message`; refused with `template`. At most one of `media`, `buttons`, `list`. */
             message?: {
-                /** @description The plain text body, 1 to 4096 characters (code points), not only spaces. */
+                /** @description The plain text body, 1 to 4096 characters (code points), not only spaces; with `media` its caption, with `buttons` or `list` the body above them (then at most 1024). */
                 text: string;
+                media?: components["schemas"]["OutboundMedia"];
+                /**
+                 * @description 1 to 3 reply buttons under the text.
+                 * @example [
+                 *       {
+                 *         "id": "refund",
+                 *         "title": "Refund"
+                 *       },
+                 *       {
+                 *         "id": "replace",
+                 *         "title": "Send a new one"
+                 *       }
+                 *     ]
+                 */
+                buttons?: {
+                    /** @description Comes back as `reply.id` when the user taps it; unique in the message. */
+                    id: string;
+                    /** @description The button's label. */
+                    title: string;
+                }[];
+                list?: components["schemas"]["ListMessage"];
+                /** @description The provider's ID (`wamid.`...) of an earlier message of the conversation to quote. */
+                replyTo?: string;
             };
         };
         /**
@@ -963,6 +1433,58 @@ export interface components {
             messageId: string;
             /** @description The conversation the message joined (or opened): GET /api/conversations/{id}. Absent when the recipient cannot be an end user (a phone the end-user records refuse). */
             conversationId?: string;
+        };
+        /**
+         * SendCheckResponse
+         * @example {
+         *       "success": true,
+         *       "wouldSend": false,
+         *       "checks": [
+         *         {
+         *           "rule": "agent",
+         *           "ok": true
+         *         },
+         *         {
+         *           "rule": "number",
+         *           "ok": true
+         *         },
+         *         {
+         *           "rule": "window",
+         *           "ok": true,
+         *           "reason": "a template may be sent at any time"
+         *         },
+         *         {
+         *           "rule": "template",
+         *           "ok": true
+         *         },
+         *         {
+         *           "rule": "parameters",
+         *           "ok": false,
+         *           "reason": "Template order_update (en_US) expects 2 body parameters, got 1."
+         *         },
+         *         {
+         *           "rule": "consent",
+         *           "ok": true
+         *         },
+         *         {
+         *           "rule": "rate_limit",
+         *           "ok": true
+         *         }
+         *       ]
+         *     }
+         */
+        SendCheckResponse: {
+            /** @enum {boolean} */
+            success: true;
+            /** @description Whether the send would go to the provider now (every rule ok). */
+            wouldSend: boolean;
+            checks: {
+                /** @description agent, number, window, template, parameters, consent or rate_limit, in that order. */
+                rule: string;
+                ok: boolean;
+                /** @description Why not: the sentence the send would have answered; or a note on an ok. */
+                reason?: string;
+            }[];
         };
         /**
          * MessageStatus
@@ -1069,6 +1591,32 @@ export interface components {
             /** @enum {boolean} */
             success: true;
             message: components["schemas"]["Message"];
+        };
+        /**
+         * ReadReceiptRequest
+         * @example {
+         *       "typing": true
+         *     }
+         */
+        ReadReceiptRequest: {
+            /** @description Also show the typing indicator (up to about 25 s, or until the next message). */
+            typing?: boolean;
+        };
+        /**
+         * ReadReceiptResponse
+         * @example {
+         *       "success": true,
+         *       "messageId": "wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTdF",
+         *       "typing": true
+         *     }
+         */
+        ReadReceiptResponse: {
+            /** @enum {boolean} */
+            success: true;
+            /** @description The message marked read. */
+            messageId: string;
+            /** @description Whether the typing indicator was asked for. */
+            typing: boolean;
         };
         /**
          * TriggerStartRequest
@@ -1379,16 +1927,38 @@ export interface components {
                     body: string[];
                     header: string[];
                 };
+                headerMedia?: components["schemas"]["OutboundMedia"];
             };
             /** @description An inbound message's kind: `text`, `image`, `audio`, `video`, `document`, `sticker`, `location`, `contacts`, `interactive` (a button or list reply), `button` (a template quick reply), `reaction` or `unsupported`. */
             inboundType?: string;
-            media?: components["schemas"]["InboundMedia"];
+            /** @description Inbound: the file the user sent, kept by Parley. Outbound: the file as the send named it (`id` or `link`, `kind`, `filename`). */
+            media?: components["schemas"]["InboundMedia"] | components["schemas"]["OutboundMedia"];
             location?: components["schemas"]["InboundLocation"];
             reply?: components["schemas"]["InboundReply"];
             reaction?: components["schemas"]["InboundReaction"];
             contacts?: components["schemas"]["InboundContact"][];
             /** @description The provider's ID of the message this one replies to. */
             replyTo?: string;
+            /**
+             * @description 1 to 3 reply buttons under the text.
+             * @example [
+             *       {
+             *         "id": "refund",
+             *         "title": "Refund"
+             *       },
+             *       {
+             *         "id": "replace",
+             *         "title": "Send a new one"
+             *       }
+             *     ]
+             */
+            buttons?: {
+                /** @description Comes back as `reply.id` when the user taps it; unique in the message. */
+                id: string;
+                /** @description The button's label. */
+                title: string;
+            }[];
+            list?: components["schemas"]["ListMessage"];
             /** @description The provider's message ID (null until the provider accepted). */
             messageId: string | null;
             /** @description Delivery status of an outbound message. */
@@ -1550,7 +2120,15 @@ export interface components {
             rejected: number;
             results: components["schemas"]["CampaignRecipientResult"][];
         };
-        /** CampaignRecipientCheck */
+        /**
+         * CampaignRecipientCheck
+         * @example {
+         *       "index": 1,
+         *       "status": "queued",
+         *       "delivery": "failed",
+         *       "reason": "opted_out"
+         *     }
+         */
         CampaignRecipientCheck: {
             /** @description Position of the recipient in the request. */
             index: number;
@@ -1565,7 +2143,28 @@ export interface components {
             /** @description Why the delivery would fail: `opted_out`, or the template catalogue’s sentence. */
             reason?: string;
         };
-        /** CampaignWebhookCheckResponse */
+        /**
+         * CampaignWebhookCheckResponse
+         * @example {
+         *       "success": true,
+         *       "accepted": 2,
+         *       "duplicates": 0,
+         *       "rejected": 0,
+         *       "results": [
+         *         {
+         *           "index": 0,
+         *           "status": "queued",
+         *           "delivery": "sent"
+         *         },
+         *         {
+         *           "index": 1,
+         *           "status": "queued",
+         *           "delivery": "failed",
+         *           "reason": "opted_out"
+         *         }
+         *       ]
+         *     }
+         */
         CampaignWebhookCheckResponse: {
             /** @enum {boolean} */
             success: true;
@@ -1687,6 +2286,124 @@ export interface components {
         DeliveryList: {
             data: components["schemas"]["Delivery"][];
             nextCursor: string | null;
+        };
+        /**
+         * SegmentSendRequest
+         * @example {
+         *       "segment": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+         *       "at": 1795400000000
+         *     }
+         */
+        SegmentSendRequest: {
+            /** @description The segment ID (seg_...), of the campaign’s organization. */
+            segment: string;
+            /** @description When to send, ms since epoch (up to a year ahead); absent or past: at once. */
+            at?: number;
+            parameters?: components["schemas"]["TemplateParameters"];
+        };
+        /**
+         * SegmentSend
+         * @example {
+         *       "id": "snd_3kTq9ZpW0bLm2XcV7nR4sA",
+         *       "status": "scheduled",
+         *       "at": 1795400000000,
+         *       "segment": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+         *       "segmentName": "VIPs on pro",
+         *       "counts": {
+         *         "members": 0,
+         *         "accepted": 0,
+         *         "duplicates": 0,
+         *         "optedOut": 0,
+         *         "skipped": 0
+         *       },
+         *       "error": null,
+         *       "createdAt": 1795386969828,
+         *       "startedAt": null,
+         *       "finishedAt": null
+         *     }
+         */
+        SegmentSend: {
+            /** @description snd_ and 22 characters. */
+            id: string;
+            /** @enum {string} */
+            status: "scheduled" | "running" | "done" | "canceled";
+            /** @description When it runs (or ran), ms since epoch. */
+            at: number;
+            segment: string;
+            segmentName: string;
+            /** @description Progress through the segment; members = accepted + duplicates + optedOut + skipped. */
+            counts: {
+                /** @description Members of the segment read so far. */
+                members: number;
+                /** @description Deliveries made. */
+                accepted: number;
+                /** @description Members this send had already made a delivery for. */
+                duplicates: number;
+                /** @description Members whose msgapp consent is denied: no delivery. */
+                optedOut: number;
+                /** @description Members without a phone number (or with one that is not valid). */
+                skipped: number;
+            };
+            /** @description Why a send ended without running; else null. */
+            error: string | null;
+            createdAt: number;
+            startedAt: number | null;
+            finishedAt: number | null;
+        };
+        /**
+         * CampaignStats
+         * @example {
+         *       "totals": {
+         *         "accepted": 3,
+         *         "sent": 3,
+         *         "delivered": 2,
+         *         "read": 1,
+         *         "replied": 1,
+         *         "failed": 0
+         *       },
+         *       "buckets": [
+         *         {
+         *           "start": 1795392000000,
+         *           "sent": 3,
+         *           "delivered": 2,
+         *           "read": 1,
+         *           "replied": 1,
+         *           "failed": 0
+         *         }
+         *       ],
+         *       "failures": []
+         *     }
+         */
+        CampaignStats: {
+            totals: {
+                /** @description Deliveries made (webhook posts and segment sends). */
+                accepted: number;
+                /** @description Deliveries whose message the provider took. */
+                sent: number;
+                /** @description Delivered to the phone (read ones included). */
+                delivered: number;
+                /** @description Read. */
+                read: number;
+                /** @description The end user wrote back in the delivery’s conversation within 72 hours of its send. */
+                replied: number;
+                /** @description Failed: on Parley’s side (its error) or at the provider. */
+                failed: number;
+            };
+            /** @description Each bucket counts what happened in it; from the first to the last with anything, none skipped. They add up to the totals. */
+            buckets: {
+                /** @description Start of the hour or day (UTC), ms. */
+                start: number;
+                sent: number;
+                delivered: number;
+                read: number;
+                replied: number;
+                failed: number;
+            }[];
+            /** @description Failures by reason, most first (at most 20). */
+            failures: {
+                reason: string;
+                count: number;
+            }[];
         };
         /**
          * ProviderWebhookChallenge
@@ -2024,6 +2741,89 @@ export interface components {
          */
         MediaBytes: string;
         /**
+         * MediaUpload
+         * @example {
+         *       "file": "<the bytes of the file>"
+         *     }
+         */
+        MediaUpload: {
+            /**
+             * Format: binary
+             * @description The file.
+             */
+            file: string;
+        };
+        /**
+         * UploadedMedia
+         * @example {
+         *       "id": "med_4ZpQ8sKq2nLm6RtPz0XcVa",
+         *       "mimeType": "application/pdf",
+         *       "size": 48213,
+         *       "sha256": "9b1c3f0a8c2e5d1b7a9f4c6e8d0b2a4c6e8f0a2c4e6a8c0e2a4c6e8a0c2e4a6c",
+         *       "filename": "invoice-A1042.pdf"
+         *     }
+         */
+        UploadedMedia: {
+            /** @description The media ID (`med_...`): `message.media.id` of a send, `GET /api/media/{id}`. */
+            id: string;
+            /** @description The type, as the bytes say. */
+            mimeType: string;
+            /** @description Bytes. */
+            size: number;
+            /** @description Lower-case hex SHA-256 of the bytes. */
+            sha256: string;
+            /** @description The file name of the upload, without folders. */
+            filename: string | null;
+        };
+        /**
+         * TemplateList
+         * @example {
+         *       "data": [
+         *         {
+         *           "name": "order_update",
+         *           "language": "en_US",
+         *           "category": "UTILITY",
+         *           "status": "APPROVED",
+         *           "header": {
+         *             "format": "TEXT",
+         *             "parameters": 1
+         *           },
+         *           "bodyParameters": 2,
+         *           "buttons": [],
+         *           "updatedAt": 1767225600000
+         *         }
+         *       ],
+         *       "syncedAt": 1767225600000
+         *     }
+         */
+        TemplateList: {
+            data: {
+                name: string;
+                /** @description xx_XX, as approved. */
+                language: string;
+                /** @description MARKETING, UTILITY or AUTHENTICATION. */
+                category: string;
+                /** @description APPROVED, PENDING, REJECTED, PAUSED or DISABLED (or another the provider gives). */
+                status: string;
+                /** @description null: no header. */
+                header: {
+                    /** @description TEXT, IMAGE, VIDEO, DOCUMENT or LOCATION. */
+                    format: string;
+                    /** @description Parameters the header takes (a media header: 1, the file). */
+                    parameters: number;
+                } | null;
+                bodyParameters: number;
+                buttons: {
+                    type: string;
+                    text: string;
+                }[];
+                /** @description When Parley last saw it change, ms since epoch. */
+                updatedAt: number;
+            }[];
+            /** @description When the catalogue was last read from the provider; null: never (sends fall back to its answer). */
+            syncedAt: number | null;
+        };
+        /**
          * Readiness
          * @description Whether this node can serve: its database answers, and its Redis when one is configured.
          * @example {
@@ -2155,6 +2955,13 @@ export interface operations {
                 q?: string;
                 /** @description Records updated at or after this time (ms since epoch, decimal digits). */
                 updatedSince?: number;
+                /**
+                 * @description `key:value`, repeatable (up to 10, all must match): records whose attribute `key` is `value`. Numbers and booleans compare as their JSON text (`seats:12`, `trial:false`).
+                 * @example [
+                 *       "plan:pro"
+                 *     ]
+                 */
+                attribute?: string[];
             };
             header?: never;
             path?: never;
@@ -2171,7 +2978,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUserList"];
                 };
             };
-            /** @description INVALID_BODY: a malformed query value (limit, cursor, updatedSince, tag, email, phone, q), an integer not written in decimal digits or out of range, or an unknown parameter; `field` names it. INVALID_ORIGIN: `origin` is not exactly one of inbound, imported, manual. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: a malformed query value (limit, cursor, updatedSince, tag, email, phone, q, attribute), an integer not written in decimal digits or out of range, or an unknown parameter; `field` names it. INVALID_ORIGIN: `origin` is not exactly one of inbound, imported, manual. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2274,6 +3081,10 @@ export interface operations {
                      *         "msgapp": "+14155550100"
                      *       },
                      *       "consent": {},
+                     *       "attributes": {
+                     *         "plan": "pro",
+                     *         "seats": 12
+                     *       },
                      *       "createdAt": 1795386969828,
                      *       "lastSeenAt": null,
                      *       "updatedAt": 1795386969828
@@ -2282,7 +3093,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUser"];
                 };
             };
-            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` names the field at fault. Also a missing or unknown origin. CREATE_FAILED: the database refused the record for a reason other than a duplicate, or stayed too busy to take it; retry. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name, an attribute breaking its rules (key, count, length, type); `field` names the field at fault. Also a missing or unknown origin. CREATE_FAILED: the database refused the record for a reason other than a duplicate, or stayed too busy to take it; retry. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2479,6 +3290,10 @@ export interface operations {
                      *         "msgapp": "+14155550100"
                      *       },
                      *       "consent": {},
+                     *       "attributes": {
+                     *         "plan": "pro",
+                     *         "seats": 12
+                     *       },
                      *       "createdAt": 1795386969828,
                      *       "lastSeenAt": null,
                      *       "updatedAt": 1795386969828
@@ -2661,7 +3476,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel. _id, origin, createdAt, updatedAt and lastSeenAt are read-only. */
+        /** @description JSON merge patch: omitted fields stay, null clears, tags are replaced, channelIdentifiers and consent merge per channel, attributes merge per key. _id, origin, createdAt, updatedAt and lastSeenAt are read-only. */
         requestBody: {
             content: {
                 /**
@@ -2697,6 +3512,10 @@ export interface operations {
                      *         "msgapp": "+14155550100"
                      *       },
                      *       "consent": {},
+                     *       "attributes": {
+                     *         "plan": "pro",
+                     *         "seats": 12
+                     *       },
                      *       "createdAt": 1795386969828,
                      *       "lastSeenAt": null,
                      *       "updatedAt": 1795386969828
@@ -2705,7 +3524,7 @@ export interface operations {
                     "application/json": components["schemas"]["EndUser"];
                 };
             };
-            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name; `field` names the field at fault. Also a read-only field (_id, origin, createdAt, updatedAt, lastSeenAt). UPDATE_FAILED: the email or phone is on another record (`field`, `existingId`), or the database refused the change. INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            /** @description INVALID_BODY: malformed JSON, an unknown field, a wrong type, an invalid email or phone, a blank name, an attribute breaking its rules (key, count, length, type); `field` names the field at fault. Also a read-only field (_id, origin, createdAt, updatedAt, lastSeenAt). UPDATE_FAILED: the email or phone is on another record (`field`, `existingId`), or the database refused the change. INVALID_URL: the path does not match /api/endusers/{endUserId}: an empty ID (`/api/endusers/`) or more segments (`/api/endusers/a/b`), with any method; answered before the key is checked. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2781,6 +3600,448 @@ export interface operations {
             };
         };
     };
+    getSegments: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description nextCursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentList"];
+                };
+            };
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description FORBIDDEN: The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+        };
+    };
+    postSegments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "VIPs on pro",
+                 *       "filter": {
+                 *         "tags": {
+                 *           "any": [
+                 *             "vip"
+                 *           ]
+                 *         },
+                 *         "attributes": {
+                 *           "plan": "pro"
+                 *         },
+                 *         "consent": "not_denied"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["SegmentCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "name": "VIPs on pro",
+                     *       "filter": {
+                     *         "tags": {
+                     *           "any": [
+                     *             "vip"
+                     *           ]
+                     *         },
+                     *         "attributes": {
+                     *           "plan": "pro"
+                     *         },
+                     *         "consent": "not_denied"
+                     *       },
+                     *       "count": 1280,
+                     *       "createdAt": 1795386969828
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Segment"];
+                };
+            };
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description FORBIDDEN: The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+        };
+    };
+    getSegmentsSegmentId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                segmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "name": "VIPs on pro",
+                     *       "filter": {
+                     *         "tags": {
+                     *           "any": [
+                     *             "vip"
+                     *           ]
+                     *         },
+                     *         "attributes": {
+                     *           "plan": "pro"
+                     *         },
+                     *         "consent": "not_denied"
+                     *       },
+                     *       "count": 1280,
+                     *       "createdAt": 1795386969828
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Segment"];
+                };
+            };
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. INVALID_URL: a path parameter that is not valid percent-encoding (such as %ED%A0%80). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description FORBIDDEN: The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description NOT_FOUND: Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+        };
+    };
+    deleteSegmentsSegmentId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                segmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentDeleted"];
+                };
+            };
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. INVALID_URL: a path parameter that is not valid percent-encoding (such as %ED%A0%80). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description FORBIDDEN: The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description NOT_FOUND: Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+        };
+    };
+    getSegmentsSegmentIdEndusers: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description nextCursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                segmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The end users matching the segment now, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SegmentMembers"];
+                };
+            };
+            /** @description INVALID_BODY: Bad request: invalid input. MALFORMED_REQUEST: an HTTP/1.1 request without a Host header. INVALID_URL: a path parameter that is not valid percent-encoding (such as %ED%A0%80). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description UNAUTHORIZED: Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description FORBIDDEN: The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description NOT_FOUND: Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description INTERNAL: Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CodedError"];
+                };
+            };
+        };
+    };
     sendChannelMessage: {
         parameters: {
             query?: never;
@@ -2793,23 +4054,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "channel": "msgapp",
-                 *       "to": "+14155550100",
-                 *       "type": "template",
-                 *       "convId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
-                 *       "template": {
-                 *         "name": "order_update",
-                 *         "language": "en_US",
-                 *         "parameters": {
-                 *           "body": [
-                 *             "A-1042"
-                 *           ]
-                 *         }
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["ChannelSendRequest"];
             };
         };
@@ -2966,23 +4210,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "channel": "msgapp",
-                 *       "to": "+14155550100",
-                 *       "type": "template",
-                 *       "convId": "agt_7hQk2LmN9pRs4TuVw6XyZa",
-                 *       "template": {
-                 *         "name": "order_update",
-                 *         "language": "en_US",
-                 *         "parameters": {
-                 *           "body": [
-                 *             "A-1042"
-                 *           ]
-                 *         }
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["ChannelSendRequest"];
             };
         };
@@ -3031,19 +4258,7 @@ export interface operations {
                      *       ]
                      *     }
                      */
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        /** @description Whether the send would go to the provider now (every rule ok). */
-                        wouldSend: boolean;
-                        checks: {
-                            /** @description agent, number, window, template, parameters, consent or rate_limit, in that order. */
-                            rule: string;
-                            ok: boolean;
-                            /** @description Why not: the sentence the send would have answered; or a note on an ok. */
-                            reason?: string;
-                        }[];
-                    };
+                    "application/json": components["schemas"]["SendCheckResponse"];
                 };
             };
             /** @description Bad request: invalid input. */
@@ -3160,6 +4375,117 @@ export interface operations {
             };
             /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    markMessageRead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The provider's ID of the received message (`wamid.`...). */
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "typing": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReadReceiptRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "messageId": "wamid.HBgLMTY1MDU1NTEyMzQVAgASGBQzQTdF",
+                     *       "typing": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ReadReceiptResponse"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The messaging provider could not be reached or failed. */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4432,6 +5758,445 @@ export interface operations {
             };
         };
     };
+    postCampaignsCampaignIdSends: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The campaign ID (`cmp_...`). */
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "segment": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+                 *       "at": 1795400000000
+                 *     }
+                 */
+                "application/json": components["schemas"]["SegmentSendRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "snd_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "status": "scheduled",
+                     *       "at": 1795400000000,
+                     *       "segment": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "segmentName": "VIPs on pro",
+                     *       "counts": {
+                     *         "members": 0,
+                     *         "accepted": 0,
+                     *         "duplicates": 0,
+                     *         "optedOut": 0,
+                     *         "skipped": 0
+                     *       },
+                     *       "error": null,
+                     *       "createdAt": 1795386969828,
+                     *       "startedAt": null,
+                     *       "finishedAt": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SegmentSend"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    getCampaignsCampaignIdSendsSendId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaignId: string;
+                sendId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "snd_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "status": "scheduled",
+                     *       "at": 1795400000000,
+                     *       "segment": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "segmentName": "VIPs on pro",
+                     *       "counts": {
+                     *         "members": 0,
+                     *         "accepted": 0,
+                     *         "duplicates": 0,
+                     *         "optedOut": 0,
+                     *         "skipped": 0
+                     *       },
+                     *       "error": null,
+                     *       "createdAt": 1795386969828,
+                     *       "startedAt": null,
+                     *       "finishedAt": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SegmentSend"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    deleteCampaignsCampaignIdSendsSendId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                campaignId: string;
+                sendId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "snd_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "status": "scheduled",
+                     *       "at": 1795400000000,
+                     *       "segment": "seg_3kTq9ZpW0bLm2XcV7nR4sA",
+                     *       "segmentName": "VIPs on pro",
+                     *       "counts": {
+                     *         "members": 0,
+                     *         "accepted": 0,
+                     *         "duplicates": 0,
+                     *         "optedOut": 0,
+                     *         "skipped": 0
+                     *       },
+                     *       "error": null,
+                     *       "createdAt": 1795386969828,
+                     *       "startedAt": null,
+                     *       "finishedAt": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SegmentSend"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Conflict. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
+    getCampaignsCampaignIdStats: {
+        parameters: {
+            query?: {
+                /** @description hour or day (UTC); default day. */
+                bucket?: "hour" | "day";
+            };
+            header?: never;
+            path: {
+                campaignId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "totals": {
+                     *         "accepted": 3,
+                     *         "sent": 3,
+                     *         "delivered": 2,
+                     *         "read": 1,
+                     *         "replied": 1,
+                     *         "failed": 0
+                     *       },
+                     *       "buckets": [
+                     *         {
+                     *           "start": 1795392000000,
+                     *           "sent": 3,
+                     *           "delivered": 2,
+                     *           "read": 1,
+                     *           "replied": 1,
+                     *           "failed": 0
+                     *         }
+                     *       ],
+                     *       "failures": []
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CampaignStats"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Not found. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
     verifyProviderWebhook: {
         parameters: {
             query?: {
@@ -4821,6 +6586,93 @@ export interface operations {
             };
         };
     };
+    uploadMedia: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["MediaUpload"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "med_4ZpQ8sKq2nLm6RtPz0XcVa",
+                     *       "mimeType": "application/pdf",
+                     *       "size": 48213,
+                     *       "sha256": "9b1c3f0a8c2e5d1b7a9f4c6e8d0b2a4c6e8f0a2c4e6a8c0e2a4c6e8a0c2e4a6c",
+                     *       "filename": "invoice-A1042.pdf"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UploadedMedia"];
+                };
+            };
+            /** @description Bad request: invalid input. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Missing, invalid or revoked API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The key is not allowed to do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Request body too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description Unexpected server failure; the body never carries details (they are logged with the request ID). */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+            /** @description The server is shutting down; retry on another instance or in a moment. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelError"];
+                };
+            };
+        };
+    };
     getTemplates: {
         parameters: {
             query?: {
@@ -4862,33 +6714,7 @@ export interface operations {
                      *       "syncedAt": 1767225600000
                      *     }
                      */
-                    "application/json": {
-                        data: {
-                            name: string;
-                            /** @description xx_XX, as approved. */
-                            language: string;
-                            /** @description MARKETING, UTILITY or AUTHENTICATION. */
-                            category: string;
-                            /** @description APPROVED, PENDING, REJECTED, PAUSED or DISABLED (or another the provider gives). */
-                            status: string;
-                            /** @description null: no header. */
-                            header: {
-                                /** @description TEXT, IMAGE, VIDEO, DOCUMENT or LOCATION. */
-                                format: string;
-                                /** @description Parameters the header takes (a media header: 1, the file). */
-                                parameters: number;
-                            } | null;
-                            bodyParameters: number;
-                            buttons: {
-                                type: string;
-                                text: string;
-                            }[];
-                            /** @description When Parley last saw it change, ms since epoch. */
-                            updatedAt: number;
-                        }[];
-                        /** @description When the catalogue was last read from the provider; null: never (sends fall back to its answer). */
-                        syncedAt: number | null;
-                    };
+                    "application/json": components["schemas"]["TemplateList"];
                 };
             };
             /** @description Bad request: invalid input. */
