@@ -212,6 +212,7 @@ export const SCHEMA_EXAMPLES: Readonly<Record<string, unknown>> = {
     template: 'spring_sale',
     language: 'en_US',
     status: 'active',
+    pausedReason: null,
     createdAt: T,
     updatedAt: T,
     counts,
