@@ -1603,6 +1603,7 @@ export interface components {
          *       "template": "spring_sale",
          *       "language": "en_US",
          *       "status": "active",
+         *       "pausedReason": null,
          *       "createdAt": 1795386969828,
          *       "updatedAt": 1795386969828,
          *       "counts": {
