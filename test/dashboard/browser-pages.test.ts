@@ -6,6 +6,7 @@ import { listConversations } from '../../src/conversations/index.js';
 import { createEndUser } from '../../src/end-users/end-user.service.js';
 import { createEndpoint } from '../../src/events/endpoint.service.js';
 import { listKeys } from '../../src/keys/key.service.js';
+import { createSegment } from '../../src/segments/segment.service.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { HAVE_CHROMIUM, IN_CI, launchChromium } from '../helpers/browser.js';
 import { check, checkFit, DESKTOP, KEYS, PHONE, SHOTS, signIn } from '../helpers/browser-checks.js';
@@ -88,6 +89,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard pages in a browser', () => 
       return conversationId !== '';
     }, 'the conversation');
 
+    const segment = await createSegment(ctx.db, ctx.clock, org.id, { name: 'Everyone', filter: {} });
     const campaign = `/dashboard/campaigns/${tenant.campaign.id}`;
     /** Every page, and every dialog a link opens: [name, address, the dialog it shows]. */
     const pages: [string, string, string?][] = [
@@ -105,6 +107,8 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard pages in a browser', () => 
       ['campaign-remove', `${campaign}?remove=1`, `Remove campaign ${tenant.campaign.name}?`],
       ['end-users', '/dashboard/end-users'],
       ['segments', '/dashboard/segments'],
+      ['segment', `/dashboard/segments/${segment.id}`],
+      ['sending-rules', '/dashboard/settings/sending'],
       ['audit', '/dashboard/audit'],
       ['settings', '/dashboard/settings'],
       ['opt-out', '/dashboard/settings/opt-out'],

@@ -85,6 +85,17 @@ const PG_TRIGGERS: readonly [string, string][] = [
   ['deliveries_stat_insert', 'campaign_deliveries'],
   ['deliveries_stat_failed', 'campaign_deliveries'],
 ];
+const PG_FUNCTIONS: readonly string[] = [
+  'stat_message_inserted',
+  'stat_message_moved',
+  'stat_inbound_inserted',
+  'stat_inbound_linked',
+  'stat_conversation_started',
+  'stat_conversation_handoff',
+  'stat_end_user_opted_out',
+  'stat_delivery_made',
+  'stat_delivery_failed',
+];
 const SQLITE_TRIGGERS: readonly string[] = [
   ...['insert', 'update'].flatMap((tag) =>
     [...STEPS.map(([m]) => m), 'failed', 'campaign_failed'].map((m) => `messages_stat_${tag}_${m}`),
@@ -227,6 +238,7 @@ export const statCounts: Migration = {
       for (const [name, table] of PG_TRIGGERS) {
         await sql`DROP TRIGGER IF EXISTS ${sql.raw(name)} ON ${sql.raw(table)}`.execute(db);
       }
+      for (const name of PG_FUNCTIONS) await sql`DROP FUNCTION IF EXISTS ${sql.raw(name)}()`.execute(db);
     } else {
       for (const name of SQLITE_TRIGGERS) await sql`DROP TRIGGER IF EXISTS ${sql.raw(name)}`.execute(db);
     }
