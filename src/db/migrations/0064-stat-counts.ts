@@ -243,5 +243,8 @@ export const statCounts: Migration = {
       for (const name of SQLITE_TRIGGERS) await sql`DROP TRIGGER IF EXISTS ${sql.raw(name)}`.execute(db);
     }
     await db.schema.dropTable('stat_counts').execute();
+    await db.schema.dropIndex('campaign_deliveries_conversation_idx').ifExists().execute();
+    await db.schema.dropIndex('campaign_deliveries_message_idx').ifExists().execute();
+    await db.schema.alterTable('campaign_deliveries').dropColumn('replied_at').execute();
   },
 };
