@@ -3,6 +3,7 @@ import type { DB } from '../db/schema.js';
 import { type PageRequest, pageOf, seekOf, type TwoWayPage } from '../shared/page.js';
 import type { ConversationStatus } from './conversation.tables.js';
 import { type ConversationSummaryRow, listConversationSummaryRows } from './conversation-list.repository.js';
+import { type LastMessage, lastMessageOf } from './last-message.js';
 
 /** The organization's conversations as the dashboard lists them: newest first, a page at a time both ways. */
 
@@ -21,11 +22,7 @@ export interface ConversationSummary {
   readonly status: ConversationStatus;
   readonly startedAt: number;
   /** The newest message either way: its text (or what it was, for a template or a picture) and time. */
-  readonly lastMessage: {
-    readonly direction: 'inbound' | 'outbound';
-    readonly text: string;
-    readonly at: number;
-  } | null;
+  readonly lastMessage: LastMessage | null;
 }
 
 /** Conversation IDs as the API's cursors accept them. */
@@ -47,29 +44,6 @@ function startedBy(row: ConversationSummaryRow): StartedBy {
     return { kind: 'campaign', name: row.campaign_name ?? row.campaign_id, campaignId: row.campaign_id };
   if (row.trigger_id !== null) return { kind: 'trigger', name: row.trigger_name ?? row.trigger_id };
   return row.customer_started === true || Number(row.customer_started) === 1 ? { kind: 'customer' } : { kind: 'agent' };
-}
-
-function lastMessageOf(row: ConversationSummaryRow): ConversationSummary['lastMessage'] {
-  const outbound =
-    row.out_at === null
-      ? null
-      : {
-          direction: 'outbound' as const,
-          text: row.out_type === 'template' ? `Template ${row.out_template ?? ''}`.trim() : (row.out_text ?? ''),
-          at: row.out_at,
-        };
-  const inbound =
-    row.in_at === null
-      ? null
-      : {
-          direction: 'inbound' as const,
-          // A picture, a button...: what it was, since it has no text.
-          text: row.in_text ?? (row.in_type ? `(${row.in_type})` : ''),
-          at: row.in_at,
-        };
-  if (!outbound) return inbound;
-  if (!inbound) return outbound;
-  return inbound.at > outbound.at ? inbound : outbound;
 }
 
 const toSummary = (row: ConversationSummaryRow): ConversationSummary => ({

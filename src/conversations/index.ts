@@ -20,5 +20,6 @@ export { type Handling, handlingOf } from './handling.model.js';
 export { clearAssigneeEverywhere, countAllWaitingRows, countWaitingRows, markAnswered } from './handling.repository.js';
 export { type Actor, assign, type HoldingTextJob, handOff, release, takeOver } from './handoff.service.js';
 export { type InboundOfNumber, joinInbound } from './inbound.js';
+export { type LastMessage, lastMessageOf } from './last-message.js';
 export { authorsOf, claimAuthor, deleteAuthor, findAuthor, messageExists } from './message-author.repository.js';
 export { raiseMessageStatuses, raiseStatusesOfMessages } from './status-events.js';

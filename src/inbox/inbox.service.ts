@@ -6,6 +6,8 @@ import {
   countWaitingRows,
   getConversation,
   handlingOf,
+  type LastMessage,
+  lastMessageOf,
   listConversationMessages,
   type ThreadMessageOf,
 } from '../conversations/index.js';
@@ -39,33 +41,7 @@ export interface InboxItem {
   /** Since when the end user waits for a person (null: nobody waits). */
   readonly waitingSince: number | null;
   readonly lastMessageAt: number;
-  readonly lastMessage: {
-    readonly direction: 'inbound' | 'outbound';
-    readonly text: string;
-    readonly at: number;
-  } | null;
-}
-
-function lastMessageOf(row: InboxRow): InboxItem['lastMessage'] {
-  const outbound =
-    row.out_at === null
-      ? null
-      : {
-          direction: 'outbound' as const,
-          text: row.out_type === 'template' ? `Template ${row.out_template ?? ''}`.trim() : (row.out_text ?? ''),
-          at: row.out_at,
-        };
-  const inbound =
-    row.in_at === null
-      ? null
-      : {
-          direction: 'inbound' as const,
-          text: row.in_text ?? (row.in_type ? `(${row.in_type})` : ''),
-          at: row.in_at,
-        };
-  if (!outbound) return inbound;
-  if (!inbound) return outbound;
-  return inbound.at > outbound.at ? inbound : outbound;
+  readonly lastMessage: LastMessage | null;
 }
 
 /** One of the inbox's lists for this person, newest activity first. */
