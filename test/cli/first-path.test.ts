@@ -10,6 +10,7 @@ interface Demo {
   orgId: string;
   agents: { id: string; name: string }[];
   dashboard: { url: string; email: string; password: string };
+  keys: { agent: string };
   hook?: { id: string; url: string; secret: string; warning?: string };
   baseUrl: string;
 }
@@ -53,6 +54,17 @@ describe('the first path (sqlite)', () => {
     expect(demo.hook).toBeUndefined();
     const login = await fetch(demo.dashboard.url);
     expect(login.status).toBe(200);
+    // The sandbox numbers' templates were read at once: sends know each one's category.
+    const templates = await fetch(`${demo.baseUrl}/api/templates?agent=${demo.agents[0]?.id}`, {
+      headers: { authorization: `Bearer ${demo.keys.agent}` },
+    });
+    expect(templates.status).toBe(200);
+    const catalogue = (await templates.json()) as {
+      data: { name: string; category: string }[];
+      syncedAt: number | null;
+    };
+    expect(catalogue.syncedAt).toEqual(expect.any(Number));
+    expect(catalogue.data).toContainEqual(expect.objectContaining({ name: 'spring_sale', category: 'MARKETING' }));
 
     // A second demo gets an owner of its own.
     const second = await cli('demo');

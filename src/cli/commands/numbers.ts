@@ -44,9 +44,19 @@ export async function assignAgentNumber(
 ): Promise<MessagingNumber> {
   const db = admin.database.db;
   if (!(await findNumberByPhone(db, orgId, phone))) {
-    await addNumber(db, admin.clock, boxOf(admin), { orgId, phone });
+    const created = await addNumber(db, admin.clock, boxOf(admin), { orgId, phone });
+    await syncNewNumber(admin, created.id);
   }
   return assignNumber(db, orgId, agentId, phone);
+}
+
+/**
+ * A number just added reads its templates at once when the sandbox `parley serve` runs can be
+ * reached (as `number add` does), so its sends and the opt-out rule know each template's category;
+ * otherwise the scheduled sync reads them later.
+ */
+async function syncNewNumber(admin: AdminContext, numberId: string): Promise<void> {
+  await syncFromCli(admin, { numberId }).catch(() => undefined);
 }
 
 /** `agent create --number`: the agent and its number (existing or a new sandbox one) in one transaction. */
@@ -54,7 +64,9 @@ export async function createAgentWithNumber(
   admin: AdminContext,
   input: { orgId: string; name: string; phone: string },
 ): Promise<{ agent: Agent; number: MessagingNumber }> {
-  return createAgentWithNumberIn(admin.database.db, admin.clock, boxOf(admin), input);
+  const created = await createAgentWithNumberIn(admin.database.db, admin.clock, boxOf(admin), input);
+  await syncNewNumber(admin, created.number.id);
+  return created;
 }
 
 /**
