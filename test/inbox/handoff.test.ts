@@ -173,6 +173,7 @@ describe.each(DIALECTS)('people in the loop: handoff, release, fallback (%s)', (
     expect(second.statusCode).toBe(200);
     await until(() => eventsOf(x.hookPath, 'message.received', conversationId).length === 1, 'the hook hears it again');
     expect(eventsOf(x.hookPath, 'message.received', conversationId)[0]?.data).toMatchObject({ text: 'Thanks!' });
+    await until(() => eventsOf(x.orgPath, 'message.received', conversationId).length >= 2, 'the org hears it too');
     expect(eventsOf(x.orgPath, 'message.received', conversationId)).toHaveLength(2);
   });
 

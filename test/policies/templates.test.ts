@@ -128,7 +128,20 @@ describe.each(DIALECTS)('the template catalogue (%s)', (dialect) => {
     // The provider's webhook is applied at once: no sync needed.
     expect((await setSandboxTemplateStatus(t, name, 'APPROVED')).status).toBe(200);
     await until(async () => (await statusOf(name)) === 'APPROVED', 'the approval applied');
-    const sent = await send({ name, language: 'en_US', parameters: { body: ['A'] } }, to);
+    // The send path's catalogue (kept in memory, dropped through the key epoch) sees it too.
+    const approved = { name, language: 'en_US', parameters: { body: ['A'] } };
+    await until(async () => {
+      const check = await t.app.inject({
+        method: 'POST',
+        url: '/api/channels/send/check',
+        headers: tenant.agentKey.auth,
+        payload: { channel: 'msgapp', to, type: 'template', template: approved },
+      });
+      return (
+        check.json<{ checks: { rule: string; ok: boolean }[] }>().checks.find((c) => c.rule === 'template')?.ok === true
+      );
+    }, 'the send path sees the approval');
+    const sent = await send(approved, to);
     expect(sent.statusCode, sent.body).toBe(200);
     expect(await sandboxLog(t, tenant.orgKey.auth, { to })).toHaveLength(1);
 
