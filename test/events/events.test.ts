@@ -393,8 +393,8 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
     try {
       const org = await makeOrg(strict.ctx);
       const agent = await makeAgent(strict.ctx, org.id);
-      const before = receiver.received.length;
       const port = new URL(receiver.url).port;
+      const paths = ['/x', '/y'];
       // https:// (plain http:// is refused at creation unless private addresses are allowed): the
       // guard refuses the address before any TLS handshake.
       for (const url of [
@@ -416,7 +416,9 @@ describe.each(DIALECTS)('event webhooks (%s)', (dialect) => {
         );
         expect(row.attempts).toBe(1);
       }
-      expect(receiver.received.length).toBe(before);
+      // The receiver is shared with the other tests (whose retries may still arrive): none of this
+      // test's addresses reached it.
+      expect(receiver.received.filter((r) => paths.includes(r.path))).toEqual([]);
     } finally {
       await strict.close();
     }

@@ -23,6 +23,11 @@ export const DRILL = {
   concurrency: Number(process.env.FAULT_DRILL_CONCURRENCY) || 8,
   /** How long the disk stays full once the node has refused a write. */
   fullForMs: Number(process.env.FAULT_DRILL_FULL_FOR_MS) || 3_000,
+  /**
+   * How long the PostgreSQL drill terminates backends. The fault then passes, as real ones do: a
+   * send that needs more time than the killer's pauses leave it would otherwise never get through.
+   */
+  killForMs: Number(process.env.FAULT_DRILL_KILL_FOR_MS) || 5_000,
   /** How long a send may take to get its final answer. */
   deadlineMs: Number(process.env.FAULT_DRILL_DEADLINE_MS) || 90_000,
 };
@@ -128,16 +133,18 @@ export function withApplicationName(url: string, name: string): string {
 /**
  * Terminates backends of `applicationName` in `url`'s database, and only those (the PostgreSQL is
  * shared): each round, after a pause of 30 to 200 ms, every backend in the middle of a statement,
- * and every fifth round the idle ones too. Stops when told; says how many it terminated.
+ * and every fifth round the idle ones too, for `forMs` (the fault passes) or until stopped; says how
+ * many it terminated.
  */
-export function startBackendKiller(url: string, applicationName: string) {
+export function startBackendKiller(url: string, applicationName: string, forMs: number) {
   const admin = new pg.Client({ connectionString: url });
   let running = true;
   let terminated = 0;
   let rounds = 0;
+  const until = Date.now() + forMs;
   const done = (async () => {
     await admin.connect();
-    while (running) {
+    while (running && Date.now() < until) {
       await new Promise((r) => setTimeout(r, 30 + Math.random() * 170));
       rounds++;
       const all = rounds % 5 === 0;

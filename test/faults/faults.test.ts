@@ -119,7 +119,7 @@ describe.skipIf(!PG_URL)('fault drill: PostgreSQL backends terminated during sen
     });
     const tenant = await makeSendingTenant(t.ctx);
     const started = Date.now();
-    const killer = startBackendKiller(PG_URL ?? '', appName);
+    const killer = startBackendKiller(PG_URL ?? '', appName, DRILL.killForMs);
     let terminated = 0;
     let answers: FinalAnswer[];
     try {
