@@ -1,9 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
+import { seriousViolations } from '../helpers/axe.js';
 import { CHROMIUM, HAVE_CHROMIUM, IN_CI, launchChromium } from '../helpers/browser.js';
 import { ROOT } from '../helpers/cli.js';
 import { makeUser, PASSWORD } from '../helpers/dashboard.js';
@@ -80,11 +80,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('an agent’s hook in a browser at 390
       await copy.tap();
       await created.getByText('Copied.').waitFor();
       await page.screenshot({ path: join(SHOTS, 'hook-created-390.png'), caret: 'initial' });
-      const results = await new AxeBuilder({ page }).analyze();
-      const bad = results.violations
-        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-        .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-      expect(bad).toEqual([]);
+      expect(await seriousViolations(page)).toEqual([]);
     } finally {
       await context.close();
     }

@@ -1,9 +1,9 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listConversations } from '../../src/conversations/index.js';
+import { seriousViolations } from '../helpers/axe.js';
 import { CHROMIUM, HAVE_CHROMIUM, IN_CI, launchChromium } from '../helpers/browser.js';
 import { ROOT } from '../helpers/cli.js';
 import { makeUser, PASSWORD } from '../helpers/dashboard.js';
@@ -139,11 +139,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('the conversation view shows what user
         caret: 'initial',
         scale: 'css',
       });
-      const results = await new AxeBuilder({ page }).analyze();
-      const bad = results.violations
-        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-        .map((v) => `${v.id}: ${v.help}`);
-      expect(bad).toEqual([]);
+      expect(await seriousViolations(page)).toEqual([]);
       await context.close();
     }
     // Without a session: the sign-in page, never the file.

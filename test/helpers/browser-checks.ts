@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
 import type { Page } from 'playwright-core';
 import { expect } from 'vitest';
+import { seriousViolations } from './axe.js';
 import { ROOT } from './cli.js';
 import { PASSWORD } from './dashboard.js';
 
@@ -90,11 +90,7 @@ export async function check(page: Page, name: string) {
     caret: 'initial',
     scale: 'css',
   });
-  const results = await new AxeBuilder({ page }).analyze();
-  const bad = results.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-  expect(bad, `accessibility of ${name}`).toEqual([]);
+  expect(await seriousViolations(page), `accessibility of ${name}`).toEqual([]);
   await checkFit(page, name);
 }
 

@@ -1,12 +1,12 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import AxeBuilder from '@axe-core/playwright';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setHoldingText } from '../../src/agents/agent.service.js';
 import { createUser } from '../../src/dashboard/user.service.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { createTestApp, PG_URL, type TestApp } from '../helpers/app.js';
+import { seriousViolations } from '../helpers/axe.js';
 import { CHROMIUM, HAVE_CHROMIUM, IN_CI, launchChromium } from '../helpers/browser.js';
 import { ROOT } from '../helpers/cli.js';
 import { makeUser, PASSWORD } from '../helpers/dashboard.js';
@@ -34,11 +34,7 @@ if (!HAVE_CHROMIUM && !IN_CI) process.stderr.write(`inbox-browser.test.ts skippe
 async function check(page: Page, name: string) {
   const width = page.viewportSize()?.width ?? 1280;
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true, caret: 'initial', scale: 'css' });
-  const results = await new AxeBuilder({ page }).analyze();
-  const bad = results.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`);
-  expect(bad, `accessibility of ${name}`).toEqual([]);
+  expect(await seriousViolations(page), `accessibility of ${name}`).toEqual([]);
   const scrollWidth = await page.evaluate(
     () =>
       (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement
