@@ -127,6 +127,7 @@ async function send(req: IncomingMessage, res: ServerResponse, raw: string): Pro
     phone: to,
     epoch: sender.epoch,
     liveSince: now - config.conversations.idleMs,
+    consentGuard: false,
     message: messageRow(input, id, sender.numberId, null, now),
   });
   const conversationId = found.known?.open?.id;

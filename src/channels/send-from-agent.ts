@@ -23,7 +23,7 @@ import { newId } from '../shared/ids.js';
 import { endUserPhoneOf, windowKey } from '../shared/phone.js';
 import { recordSendAccepted, recordSendFailed } from './after-send.js';
 import { failureSentence } from './send-outcome.js';
-import { checkSendPolicies } from './send-policies.js';
+import { checkSendCatalogue, refuseOptedOut } from './send-policies.js';
 import { closedWindowSentence, noNumberSentence, unknownAgentSentence } from './send-sentences.js';
 import { senderOf, storesWithRecipient } from './sender.js';
 
@@ -189,8 +189,9 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
   const id = input.messageId ?? newId('msg');
   const now = ctx.clock.now();
   const deps = conversationDeps(ctx);
-  // The template catalogue and the recipient's consent, before anything is stored or sent.
-  const checked = await checkSendPolicies(ctx, input);
+  // The template catalogue, before anything is stored or sent (the recipient's consent comes with
+  // the recipient read below).
+  const checked = await checkSendCatalogue(ctx, input);
   // Most sends go to someone already known, in an open conversation: one read finds both, and the
   // key epoch that confirms a cached key, before anything else. On PostgreSQL that read also
   // stores the message (a template) when the conversation is live and both the cached key and the
@@ -205,16 +206,21 @@ export async function sendFromAgent(ctx: SendDeps, input: SendFromAgentInput): P
           phone,
           epoch: early.epoch,
           liveSince: now - deps.idleMs,
+          consentGuard: checked?.consentApplies === true,
           message: messageRow(input, id, early.sender.numberId, null, now),
         })
       : { ...(await findRecipient(ctx.db, orgId, agentId, phone)), stored: false };
   await input.confirmKey?.(recipient?.epoch);
   // The catalogue changed since it was checked (on any node): checked again, before anything is
   // stored. (A message stored by the recipient read was stored under the very epoch checked.)
-  if (checked && recipient && !recipient.stored && recipient.epoch !== checked.epoch) {
-    await checkSendPolicies(ctx, input, recipient.epoch);
-  }
+  const rechecked =
+    checked && recipient && !recipient.stored && recipient.epoch !== checked.epoch
+      ? await checkSendCatalogue(ctx, input, recipient.epoch)
+      : checked;
   const known = recipient?.known;
+  // A marketing template (any, when opt-out is strict) to an end user who opted out: refused, and
+  // nothing was stored (the storing read left such a message out by the same rule).
+  if (rechecked?.consentApplies) refuseOptedOut(ctx, input, known?.consent);
 
   const sender = recipient?.stored && early ? early.sender : await senderOf(ctx, orgId, agentId);
   if (!sender) throw new AppError('NOT_FOUND', unknownAgentSentence(agentId));

@@ -1,5 +1,11 @@
 import type { ProviderSend } from '../messaging/index.js';
-import { enforceTemplatePolicies, type TemplatePolicyDeps } from '../policies/index.js';
+import {
+  consentProblem,
+  enforceTemplateCatalogue,
+  msgappConsentOf,
+  policyRefusal,
+  type TemplatePolicyDeps,
+} from '../policies/index.js';
 import { type SenderDeps, senderOf } from './sender.js';
 
 interface PolicyInput {
@@ -9,24 +15,31 @@ interface PolicyInput {
   readonly content: ProviderSend['content'];
 }
 
+/** What the catalogue said of a template send: the key epoch it was read under, and whether consent decides too. */
+export interface CatalogueChecked {
+  readonly epoch: number | undefined;
+  readonly consentApplies: boolean;
+}
+
 /**
- * The policies a template send meets before anything is stored or sent: the number's template
- * catalogue (when synced) and the recipient's consent (src/policies/). The agent and its number
- * come from memory; an agent without one is left to the send, which answers 404 or 400 for it.
- * Resolves with the key epoch the catalogue was read under: the send's recipient read sees the
- * database's, and checks again when it differs (a catalogue changed on another node meanwhile).
+ * The number's template catalogue (when synced), before anything is stored or sent (src/policies/).
+ * The agent and its number come from memory; an agent without one is left to the send, which
+ * answers 404 or 400 for it. Resolves with the key epoch the catalogue was read under (the send's
+ * recipient read sees the database's, and checks again when it differs: a catalogue changed on
+ * another node meanwhile) and whether the recipient's consent decides the send too: the send's
+ * recipient read brings that consent, and `refuseOptedOut` judges it.
  */
-export async function checkSendPolicies(
+export async function checkSendCatalogue(
   ctx: SenderDeps & TemplatePolicyDeps,
   input: PolicyInput,
   /** The key epoch a statement of the send read since (the check is then made against it). */
   seenEpoch?: number,
-): Promise<{ epoch: number | undefined } | undefined> {
+): Promise<CatalogueChecked | undefined> {
   const { content } = input;
   if (content.kind !== 'template') return undefined;
   const sender = await senderOf(ctx, input.orgId, input.agentId);
   if (!sender?.numberId) return undefined;
-  const epoch = await enforceTemplatePolicies(
+  return enforceTemplateCatalogue(
     ctx,
     {
       orgId: input.orgId,
@@ -39,5 +52,15 @@ export async function checkSendPolicies(
     },
     seenEpoch,
   );
-  return { epoch };
+}
+
+/** Throws the consent rule's refusal when the recipient's stored consent (JSON text) opted out of this send. */
+export function refuseOptedOut(ctx: TemplatePolicyDeps, input: PolicyInput, consent: string | null | undefined): void {
+  if (input.content.kind !== 'template') return;
+  const problem = consentProblem(
+    ctx,
+    { to: input.to, name: input.content.name, language: input.content.language },
+    msgappConsentOf(consent),
+  );
+  if (problem) throw policyRefusal('consent', problem);
 }

@@ -59,9 +59,10 @@ const CONVERSATION_COLUMNS = [
 ] as const satisfies readonly (keyof ConversationTable)[];
 
 /**
- * The key epoch, the end user with a phone and their open conversation with an agent, in one
- * statement: always one row, the epoch's. Who handles the conversation (its handler, assignee and
- * handoff) is not read here: a send needs none of it, and the send path stays as lean as it was.
+ * The key epoch, the end user with a phone (with their consent, which a marketing template's send
+ * must respect) and their open conversation with an agent, in one statement: always one row, the
+ * epoch's. Who handles the conversation (its handler, assignee and handoff) is not read here: a
+ * send needs none of it, and the send path stays as lean as it was.
  */
 const recipientSelect = (db: QueryCreator<DB>) =>
   db
@@ -74,7 +75,13 @@ const recipientSelect = (db: QueryCreator<DB>) =>
         .on('c.agent_id', '=', slot<string>(1))
         .on('c.status', '=', OPEN),
     )
-    .select(['key_epoch.epoch as key_epoch', 'u.id as u_id', 'u.name as u_name', 'u.email as u_email'])
+    .select([
+      'key_epoch.epoch as key_epoch',
+      'u.id as u_id',
+      'u.name as u_name',
+      'u.email as u_email',
+      'u.consent as u_consent',
+    ])
     .select(CONVERSATION_COLUMNS.map((c) => `c.${c}` as const))
     .where('key_epoch.id', '=', 1);
 
@@ -83,6 +90,8 @@ export const recipientQuery = precompiled(recipientSelect);
 
 export interface KnownRecipient {
   readonly endUser: { id: string; name: string | null; email: string | null };
+  /** Their stored consent (JSON text). */
+  readonly consent: string;
   /** Their open conversation with the agent, if any. */
   readonly open: ConversationTable | undefined;
 }
@@ -106,12 +115,13 @@ export async function findRecipient(
 type RecipientRow = Awaited<ReturnType<ReturnType<typeof recipientSelect>['execute']>>[number];
 
 function recipientOf(row: RecipientRow): { known: KnownRecipient | undefined; epoch: number } {
-  const { key_epoch, u_id, u_name, u_email, ...conversation } = row;
+  const { key_epoch, u_id, u_name, u_email, u_consent, ...conversation } = row;
   const epoch = Number(key_epoch);
   if (u_id === null) return { known: undefined, epoch };
   return {
     known: {
       endUser: { id: u_id, name: u_name, email: u_email },
+      consent: u_consent ?? '{}',
       open: conversation.id === null ? undefined : (conversation as ConversationTable),
     },
     epoch,
@@ -122,10 +132,18 @@ function recipientOf(row: RecipientRow): { known: KnownRecipient | undefined; ep
 const STORED_COLUMNS = MESSAGE_COLUMNS.filter((c) => c !== 'conversation_id');
 
 /**
+ * Whether the recipient's stored consent lets the message be stored with the read: always, unless
+ * the send is one consent decides (`guard`: a marketing template) and the recipient opted out of
+ * msgapp (the send then refuses it, as src/policies/ does for the same JSON).
+ */
+const consentAllows = (guard: unknown, consent: string) =>
+  sql<boolean>`case when ${guard} then coalesce(${sql.ref(consent)}::jsonb #>> '{msgapp,status}', '') <> 'denied' else true end`;
+
+/**
  * PostgreSQL: the recipient read of `findRecipient`, which also stores the message in the same
  * statement when the recipient has an open conversation with the agent that is still live
- * (`last_message_at` at or after `liveSince`) and the key epoch is still `epoch`: otherwise it
- * stores nothing. The values are cast to their columns' types: in a SELECT list, PostgreSQL would
+ * (`last_message_at` at or after `liveSince`), the key epoch is still `epoch` and, for a send
+ * consent decides, the recipient did not opt out: otherwise it stores nothing. The values are cast to their columns' types: in a SELECT list, PostgreSQL would
  * otherwise take an untyped placeholder for text.
  */
 export const recipientStoringMessage = precompiled((db) =>
@@ -144,7 +162,8 @@ export const recipientStoringMessage = precompiled((db) =>
             ])
             .where('r.key_epoch', '=', slot<number>(3 + STORED_COLUMNS.length))
             .where('r.id', 'is not', null)
-            .where('r.last_message_at', '>=', slot<number>(4 + STORED_COLUMNS.length)),
+            .where('r.last_message_at', '>=', slot<number>(4 + STORED_COLUMNS.length))
+            .where(consentAllows(sql`cast(${slot<boolean>(5 + STORED_COLUMNS.length)} as boolean)`, 'r.u_consent')),
         )
         .returning('id'),
     )
@@ -168,6 +187,7 @@ export const recipientsStoringMessages = precompiled<RecipientRow & { stored: bo
     ['phone', 'text'],
     ['epoch', 'bigint'],
     ['live_since', 'bigint'],
+    ['guard', 'boolean'],
     ...STORED_COLUMNS.map((c): [string, string] => [`m_${c}`, MESSAGE_COLUMN_TYPES[c]]),
   ];
   const arrays = columns.map(([, type], i) => sql`(select ${slot(i)}::${sql.raw(type)}[])`);
@@ -178,6 +198,7 @@ export const recipientsStoringMessages = precompiled<RecipientRow & { stored: bo
         select * from unnest(${sql.join(arrays)}) with ordinality as v(${sql.raw(names)})
       ), r as (
         select v.*, k.epoch as key_epoch, u.id as u_id, u.name as u_name, u.email as u_email,
+          u.consent as u_consent,
           ${sql.raw(CONVERSATION_COLUMNS.map((c) => `c.${c} as c_${c}`).join(', '))}
         from v
         cross join key_epoch k
@@ -189,9 +210,10 @@ export const recipientsStoringMessages = precompiled<RecipientRow & { stored: bo
         insert into messages (${sql.raw([...STORED_COLUMNS, 'conversation_id'].join(', '))})
         select ${sql.raw([...STORED_COLUMNS.map((c) => `r.m_${c}`), 'r.c_id'].join(', '))} from r
         where r.key_epoch = r.epoch and r.c_id is not null and r.c_last_message_at >= r.live_since
+          and ${consentAllows(sql.ref('r.guard'), 'r.u_consent')}
         returning id
       )
-      select r.key_epoch, r.u_id, r.u_name, r.u_email,
+      select r.key_epoch, r.u_id, r.u_name, r.u_email, r.u_consent,
         ${sql.raw(CONVERSATION_COLUMNS.map((c) => `r.c_${c} as ${c}`).join(', '))},
         exists (select 1 from stored where stored.id = r.m_id) as stored
       from r
@@ -205,6 +227,8 @@ interface RecipientStoringInput {
   readonly phone: string;
   readonly epoch: number;
   readonly liveSince: number;
+  /** The recipient's consent decides this send (a marketing template): not stored if they opted out. */
+  readonly consentGuard: boolean;
   readonly message: MessageTable;
 }
 
@@ -218,8 +242,8 @@ type RecipientStored = { known: KnownRecipient | undefined; epoch: number; store
  * (`recipientsStoringMessages`); if that statement fails, each runs again alone.
  */
 export const findRecipientStoringMessage = batchedOnPostgres<RecipientStoringInput, RecipientStored>(
-  async (db, { orgId, agentId, phone, epoch, liveSince, message }) => {
-    const values = [orgId, agentId, phone, ...STORED_COLUMNS.map((c) => message[c]), epoch, liveSince];
+  async (db, { orgId, agentId, phone, epoch, liveSince, consentGuard, message }) => {
+    const values = [orgId, agentId, phone, ...STORED_COLUMNS.map((c) => message[c]), epoch, liveSince, consentGuard];
     const row = (await recipientStoringMessage(db, values)).rows[0];
     if (!row) throw new Error('the key epoch row is missing (migration 0013-key-epoch)');
     const { stored, ...recipient } = row;
@@ -232,6 +256,7 @@ export const findRecipientStoringMessage = batchedOnPostgres<RecipientStoringInp
       inputs.map((x) => x.phone),
       inputs.map((x) => x.epoch),
       inputs.map((x) => x.liveSince),
+      inputs.map((x) => x.consentGuard),
       ...STORED_COLUMNS.map((c) => inputs.map((x) => x.message[c])),
     ]);
     return rows.map((row) => {

@@ -21,7 +21,7 @@ import { AppError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { windowKey } from '../shared/phone.js';
 import { listTriggers } from '../triggers/trigger.service.js';
-import { type InboxRow, insertNote, listInboxRows, listNoteRows } from './inbox.repository.js';
+import { insertNote, listInboxRows, listNoteRows } from './inbox.repository.js';
 import type { Person } from './person-send.service.js';
 
 /** The inbox's lists: people's conversations, mine, those assigned to nobody, every open one. */

@@ -5,8 +5,10 @@ export type { CatalogueTemplate, TemplateCategory } from './template.model.js';
 export { orgTemplateCategory } from './template-category.repository.js';
 export { catalogueProblems, checkTemplateOfNumber } from './template-check.service.js';
 export {
-  enforceTemplatePolicies,
+  consentProblem,
+  enforceTemplateCatalogue,
   judgeTemplateSend,
+  msgappConsentOf,
   policyRefusal,
   type TemplatePolicyDeps,
   type TemplateRule,

@@ -33,23 +33,55 @@ export interface TemplateVerdict {
   readonly problems: Partial<Record<TemplateRule, string>>;
 }
 
+/** What a consent says of the msgapp channel (`consent.msgapp`). */
 interface ConsentState {
   readonly status?: unknown;
   readonly source?: unknown;
+}
+
+/** The msgapp part of an end user's stored consent JSON (undefined when absent or unreadable). */
+export function msgappConsentOf(text: string | null | undefined): ConsentState | undefined {
+  if (!text) return undefined;
+  try {
+    return (JSON.parse(text) as { msgapp?: ConsentState }).msgapp;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The recipient's msgapp consent, when they are an end user of the organization and have one. */
 async function consentOf(deps: CatalogueDeps, orgId: string, to: string): Promise<ConsentState | undefined> {
   const phone = endUserPhoneOf(to);
   if (!phone) return undefined;
-  const text = await consentOfPhone(deps.db, orgId, phone);
-  if (!text) return undefined;
-  try {
-    const parsed = JSON.parse(text) as { msgapp?: ConsentState };
-    return parsed.msgapp;
-  } catch {
-    return undefined;
-  }
+  return msgappConsentOf(await consentOfPhone(deps.db, orgId, phone));
+}
+
+/**
+ * What the catalogue alone says of a template send, and whether the recipient's consent then
+ * decides it too (`consentApplies`): a `MARKETING` template, or any with PARLEY_OPT_OUT_STRICT.
+ */
+export async function judgeTemplateCatalogue(
+  deps: TemplatePolicyDeps,
+  input: TemplateSendInput,
+  seenEpoch?: number,
+): Promise<TemplateVerdict & { readonly consentApplies: boolean }> {
+  const { catalogue, epoch } = await catalogueOf(deps, input.orgId, input.numberId, seenEpoch);
+  const { category, ...problems } = catalogueProblems(catalogue, input);
+  const strict = deps.config.policies?.optOutStrict === true;
+  return { epoch, synced: catalogue.synced, category, problems, consentApplies: strict || category === 'MARKETING' };
+}
+
+/** The consent rule's sentence for a send the recipient's consent refuses; undefined when it may go. */
+export function consentProblem(
+  deps: TemplatePolicyDeps,
+  input: Pick<TemplateSendInput, 'to' | 'name' | 'language'>,
+  consent: ConsentState | undefined,
+): string | undefined {
+  if (consent?.status !== 'denied') return undefined;
+  const source = typeof consent.source === 'string' ? `, source ${consent.source}` : '';
+  return deps.config.policies?.optOutStrict === true
+    ? `${input.to} opted out (consent.msgapp is denied${source}), and no template is sent to an end user who opted out here`
+    : `${input.to} opted out of marketing messages (consent.msgapp is denied${source}); template ${input.name} (${input.language}) is MARKETING, so it is not sent`;
 }
 
 /**
@@ -63,30 +95,10 @@ export async function judgeTemplateSend(
   input: TemplateSendInput,
   seenEpoch?: number,
 ): Promise<TemplateVerdict> {
-  const { catalogue, epoch } = await catalogueOf(deps, input.orgId, input.numberId, seenEpoch);
-  const { category, ...problems } = catalogueProblems(catalogue, input);
-  const strict = deps.config.policies?.optOutStrict === true;
-  const verdict: {
-    epoch: number | undefined;
-    synced: boolean;
-    category: string | undefined;
-    problems: Partial<Record<TemplateRule, string>>;
-  } = {
-    epoch,
-    synced: catalogue.synced,
-    category,
-    problems,
-  };
-  if (strict || category === 'MARKETING') {
-    const consent = await consentOf(deps, input.orgId, input.to);
-    if (consent?.status === 'denied') {
-      const source = typeof consent.source === 'string' ? `, source ${consent.source}` : '';
-      verdict.problems.consent = strict
-        ? `${input.to} opted out (consent.msgapp is denied${source}), and no template is sent to an end user who opted out here`
-        : `${input.to} opted out of marketing messages (consent.msgapp is denied${source}); template ${input.name} (${input.language}) is MARKETING, so it is not sent`;
-    }
-  }
-  return verdict;
+  const { consentApplies, ...verdict } = await judgeTemplateCatalogue(deps, input, seenEpoch);
+  if (!consentApplies) return verdict;
+  const consent = consentProblem(deps, input, await consentOf(deps, input.orgId, input.to));
+  return consent ? { ...verdict, problems: { ...verdict.problems, consent } } : verdict;
 }
 
 /** A send refused by a policy: a 400 whose details say which rule (a campaign records `opted_out`). */
@@ -96,18 +108,20 @@ export const policyRefusal = (rule: TemplateRule, sentence: string): AppError =>
   });
 
 /**
- * Throws the first problem of a template send, in the order template, parameters, consent; else
- * resolves with the key epoch the catalogue was read under.
+ * The send path's check, before anything is stored or sent: throws the catalogue's first problem
+ * (template, then parameters); else resolves with the key epoch the catalogue was read under and
+ * whether the recipient's consent decides the send too. The send reads that consent with its
+ * recipient, in the statement it makes anyway, and refuses with `consentProblem`.
  */
-export async function enforceTemplatePolicies(
+export async function enforceTemplateCatalogue(
   deps: TemplatePolicyDeps,
   input: TemplateSendInput,
   seenEpoch?: number,
-): Promise<number | undefined> {
-  const { problems, epoch } = await judgeTemplateSend(deps, input, seenEpoch);
-  for (const rule of ['template', 'parameters', 'consent'] as const) {
+): Promise<{ epoch: number | undefined; consentApplies: boolean }> {
+  const { problems, epoch, consentApplies } = await judgeTemplateCatalogue(deps, input, seenEpoch);
+  for (const rule of ['template', 'parameters'] as const) {
     const problem = problems[rule];
     if (problem) throw policyRefusal(rule, problem);
   }
-  return epoch;
+  return { epoch, consentApplies };
 }

@@ -175,6 +175,7 @@ describe.skipIf(!PG_URL)('PostgreSQL plans of the send path', () => {
       ...MESSAGE_COLUMNS.filter((c) => c !== 'conversation_id').map((c) => message[c]),
       Number(epochs[0]?.epoch),
       now - 60_000,
+      true,
     ];
     const plan = await planOf('recipient_store', recipientStoringMessage.statement(t.ctx.db, values));
     // Each table read once, for its one row: the insert takes the read's row, not the table's.
@@ -185,21 +186,29 @@ describe.skipIf(!PG_URL)('PostgreSQL plans of the send path', () => {
 
   /** The values of `recipientsStoringMessages` for these sends, as the send path passes them. */
   const STORED = MESSAGE_COLUMNS.filter((c) => c !== 'conversation_id');
-  type Store = { phone: string; epoch: number; liveSince: number; message: ReturnType<typeof templateMessageRow> };
+  type Store = {
+    phone: string;
+    epoch: number;
+    liveSince: number;
+    consentGuard: boolean;
+    message: ReturnType<typeof templateMessageRow>;
+  };
   const storeValues = (sends: Store[]) => [
     sends.map(() => orgId),
     sends.map(() => agentId),
     sends.map((x) => x.phone),
     sends.map((x) => x.epoch),
     sends.map((x) => x.liveSince),
+    sends.map((x) => x.consentGuard),
     ...STORED.map((c) => sends.map((x) => x.message[c])),
   ];
   const currentEpoch = async () =>
     Number((await client.query<{ epoch: string }>('select epoch from key_epoch where id = 1')).rows[0]?.epoch);
-  const storeOf = (i: number, id: string, epoch: number, liveSince: number): Store => ({
+  const storeOf = (i: number, id: string, epoch: number, liveSince: number, consentGuard = false): Store => ({
     phone: phoneOf(i),
     epoch,
     liveSince,
+    consentGuard,
     message: templateMessageRow(
       { orgId, agentId, numberId: 'num_plan', providerMessageId: null, at: Date.now() },
       { id, to_phone: phoneOf(i), template_parameters: '{"body":["a \\"quoted\\", {braced} \\\\ value"],"header":[]}' },
@@ -215,10 +224,18 @@ describe.skipIf(!PG_URL)('PostgreSQL plans of the send path', () => {
     expect(await t.ctx.db.selectFrom('messages').select('id').where('id', 'in', ids).execute()).toEqual([]);
   });
 
-  it("the statement of one turn stores each send's message by its own epoch and its own live conversation", async () => {
+  it("the statement of one turn stores each send's message by its own epoch, its own live conversation and its recipient's consent", async () => {
     const epoch = await currentEpoch();
     const now = Date.now();
+    const denied = JSON.stringify({ msgapp: { status: 'denied', source: 'keyword' } });
+    await t.ctx.db
+      .updateTable('end_users')
+      .set({ consent: denied })
+      .where('id', 'in', ['eu_plan63', 'eu_plan64'])
+      .execute();
     const sends = [
+      storeOf(63, 'msg_turn_opted_out', epoch, now - 60_000, true), // a marketing send to who opted out: not stored
+      storeOf(64, 'msg_turn_utility', epoch, now - 60_000, false), // consent does not decide it: stored
       storeOf(60, 'msg_turn_live', epoch, now - 60_000), // stored
       storeOf(61, 'msg_turn_stale_key', epoch - 1, now - 60_000), // a key epoch that has moved: not stored
       storeOf(OPEN_CONVERSATIONS + 5, 'msg_turn_unknown', epoch, now - 60_000), // no such end user
@@ -227,6 +244,8 @@ describe.skipIf(!PG_URL)('PostgreSQL plans of the send path', () => {
     ];
     const { rows } = await recipientsStoringMessages(t.ctx.db, storeValues(sends));
     expect(rows.map((r) => [r.u_id, r.id, r.stored, Number(r.key_epoch)])).toEqual([
+      ['eu_plan63', 'conv_plan63', false, epoch],
+      ['eu_plan64', 'conv_plan64', true, epoch],
       ['eu_plan60', 'conv_plan60', true, epoch],
       ['eu_plan61', 'conv_plan61', false, epoch],
       [null, null, false, epoch],
@@ -242,9 +261,11 @@ describe.skipIf(!PG_URL)('PostgreSQL plans of the send path', () => {
     expect(stored.map((m) => [m.id, m.conversation_id])).toEqual([
       ['msg_turn_live', 'conv_plan60'],
       ['msg_turn_live_again', 'conv_plan60'],
+      ['msg_turn_utility', 'conv_plan64'],
     ]);
     // Stored whole, the JSON with its quotes, braces and backslashes as it was given; no statuses yet.
-    expect(stored[0]).toEqual({ ...sends[0]?.message, conversation_id: 'conv_plan60', status_history: [] });
+    expect(stored[0]).toEqual({ ...sends[2]?.message, conversation_id: 'conv_plan60', status_history: [] });
+    expect(rows[0]?.u_consent).toBe(denied);
     await t.ctx.db.deleteFrom('messages').where('id', 'like', 'msg_turn_%').execute();
   });
 

@@ -133,6 +133,15 @@ describe.each(DIALECTS)('opt-out that holds (%s)', (dialect) => {
     expect(trigger.statusCode).toBe(400);
     expect(trigger.json().error).toContain('opted out of marketing messages');
     expect((await sandboxLog(t, tenant.orgKey.auth, { to })).map((x) => x.type)).toEqual(['template']);
+    // Nothing of the refused sends was stored, though the recipient's conversation was live (on
+    // PostgreSQL the statement that reads the recipient and its consent stores a send's message).
+    const stored = await t.ctx.db
+      .selectFrom('messages')
+      .select('template_name')
+      .where('org_id', '=', tenant.org.id)
+      .where('to_phone', '=', to)
+      .execute();
+    expect(stored.map((m) => m.template_name)).toEqual(['hello_world']);
   });
 
   it('a campaign delivery to who opted out fails with opted_out and never reaches the provider', async () => {
