@@ -8,8 +8,12 @@ import { type Kysely, type Migration, PostgresAdapter, sql } from 'kysely';
  * and a campaign's stats then read at most a few thousand counter rows, whatever the number of
  * messages and deliveries (a query over a million deliveries would not answer in 200 ms; a rollup
  * job would lag and need its own bookkeeping). Each increment goes to one of 8 shards of its row,
- * chosen at random, so concurrent sends of one organization do not queue on one row lock; readers
- * add the shards up.
+ * so concurrent sends of one organization do not queue on one row lock; readers add the shards up.
+ * On PostgreSQL the shard is the connection's (its backend's process ID): a transaction then
+ * holds one shard of a counter whatever it writes (a shard drawn at random per row had a batch of
+ * 1,000 deliveries lock all eight, so batches on other connections queued behind it, or deadlocked
+ * taking them in another order), and connections of different shards never wait for each other.
+ * The deliveries a batch inserts are counted once per statement, from its transition table.
  *
  * What is counted (bucket: the hour of the change):
  * - per organization: `sent` (a message the provider took: accepted or beyond), `delivered`,
@@ -32,7 +36,7 @@ const READ = 4;
 
 type Dialect = 'pg' | 'sqlite';
 
-const shard = (d: Dialect) => (d === 'pg' ? '(floor(random() * 8))::int' : '(abs(random()) % 8)');
+const shard = (d: Dialect) => (d === 'pg' ? '(pg_backend_pid() % 8)' : '(abs(random()) % 8)');
 const hourOf = (t: string) => `((${t}) / ${HOUR}) * ${HOUR}`;
 const conflict = 'ON CONFLICT (key, bucket, metric, reason, shard) DO UPDATE SET n = stat_counts.n + excluded.n';
 
@@ -180,9 +184,15 @@ export const statCounts: Migration = {
       await sql`CREATE TRIGGER end_users_stat_optout AFTER UPDATE OF consent ON end_users FOR EACH ROW
         WHEN (${sql.raw(denied('NEW'))} AND NOT ${sql.raw(denied('OLD'))})
         EXECUTE FUNCTION stat_end_user_opted_out()`.execute(db);
-      await fn('stat_delivery_made', bump(d, 'NEW.campaign_id', 'NEW.created_at', 'accepted'));
-      await sql`CREATE TRIGGER deliveries_stat_insert AFTER INSERT ON campaign_deliveries FOR EACH ROW
-        EXECUTE FUNCTION stat_delivery_made()`.execute(db);
+      // Once per statement: a batch's deliveries (up to 1,000 rows) as one increment per campaign and hour.
+      await fn(
+        'stat_delivery_made',
+        `INSERT INTO stat_counts (key, bucket, metric, reason, shard, n)
+          SELECT campaign_id, ${hourOf('created_at')}, 'accepted', '', ${shard(d)}, count(*)
+          FROM made GROUP BY 1, 2 ORDER BY 1, 2 ${conflict};`,
+      );
+      await sql`CREATE TRIGGER deliveries_stat_insert AFTER INSERT ON campaign_deliveries
+        REFERENCING NEW TABLE AS made FOR EACH STATEMENT EXECUTE FUNCTION stat_delivery_made()`.execute(db);
       await fn('stat_delivery_failed', bump(d, 'NEW.campaign_id', 'NEW.updated_at', 'failed', 'NEW.error'));
       await sql`CREATE TRIGGER deliveries_stat_failed AFTER UPDATE OF state ON campaign_deliveries FOR EACH ROW
         WHEN (NEW.state = 'failed' AND OLD.state <> 'failed') EXECUTE FUNCTION stat_delivery_failed()`.execute(db);
