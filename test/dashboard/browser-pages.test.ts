@@ -1,5 +1,4 @@
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listConversations } from '../../src/conversations/index.js';
@@ -9,7 +8,7 @@ import { listKeys } from '../../src/keys/key.service.js';
 import { createSegment } from '../../src/segments/segment.service.js';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { HAVE_CHROMIUM, IN_CI, launchChromium } from '../helpers/browser.js';
-import { check, checkFit, DESKTOP, KEYS, PHONE, SHOTS, signIn } from '../helpers/browser-checks.js';
+import { check, checkFit, DESKTOP, KEYS, PHONE, SHOTS, shot, signIn } from '../helpers/browser-checks.js';
 import { makeCampaignTenant, phones, postRecipients } from '../helpers/campaigns.js';
 import { makeUser } from '../helpers/dashboard.js';
 import { sandboxInbound } from '../helpers/messaging.js';
@@ -170,7 +169,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('dashboard pages in a browser', () => 
         await page.goto(`${base}/api/docs`);
         await page.locator('.topbar img[src^="data:image/svg+xml"]').waitFor();
         expect(await page.title()).toBe('Parley API reference');
-        await page.screenshot({ path: join(SHOTS, 'desktop-api-reference.png'), caret: 'initial', scale: 'css' });
+        await shot(page, 'desktop-api-reference', false);
         expect(Math.max(...heights)).toBeLessThan(1.6 * Math.min(...heights));
       }
       expect(errors, size).toEqual([]);

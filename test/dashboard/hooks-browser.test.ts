@@ -1,16 +1,14 @@
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.js';
 import { seriousViolations } from '../helpers/axe.js';
 import { CHROMIUM, HAVE_CHROMIUM, IN_CI, launchChromium } from '../helpers/browser.js';
-import { ROOT } from '../helpers/cli.js';
+import { PHONE, SHOTS, shot } from '../helpers/browser-checks.js';
 import { makeUser, PASSWORD } from '../helpers/dashboard.js';
 import { makeAgent, makeOrg } from '../helpers/factories.js';
 
 /** The hook-created dialog on a phone: its secret and its Copy button within the screen. */
-const SHOTS = join(ROOT, 'test-output', 'screenshots');
 
 if (!HAVE_CHROMIUM && !IN_CI) {
   process.stderr.write(`hooks-browser.test.ts skipped: no chromium at ${CHROMIUM}\n`);
@@ -38,10 +36,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('an agent’s hook in a browser at 390
     const agent = await makeAgent(t.ctx, org.id);
     const owner = await makeUser(t.ctx, org.id, 'owner');
     const context = await browser.newContext({
-      viewport: { width: 390, height: 844 },
-      deviceScaleFactor: 3,
-      isMobile: true,
-      hasTouch: true,
+      ...PHONE,
       permissions: ['clipboard-read', 'clipboard-write'],
     });
     context.setDefaultTimeout(15_000);
@@ -60,7 +55,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('an agent’s hook in a browser at 390
       // The warning comes as the address is typed (on change), before anything is made.
       await create.getByLabel('Address that receives the events').press('Tab');
       await create.getByText('The server will refuse to deliver events to 127.0.0.1').waitFor();
-      await page.screenshot({ path: join(SHOTS, 'hook-create-390.png'), caret: 'initial' });
+      await shot(page, 'hook-create-390', false);
       // Enter in the address submits, as on a phone's keyboard.
       await create.getByLabel('Address that receives the events').press('Enter');
 
@@ -79,7 +74,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('an agent’s hook in a browser at 390
       }
       await copy.tap();
       await created.getByText('Copied.').waitFor();
-      await page.screenshot({ path: join(SHOTS, 'hook-created-390.png'), caret: 'initial' });
+      await shot(page, 'hook-created-390', false);
       expect(await seriousViolations(page)).toEqual([]);
     } finally {
       await context.close();

@@ -1,11 +1,10 @@
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listConversations } from '../../src/conversations/index.js';
 import { seriousViolations } from '../helpers/axe.js';
 import { CHROMIUM, HAVE_CHROMIUM, IN_CI, launchChromium } from '../helpers/browser.js';
-import { ROOT } from '../helpers/cli.js';
+import { PHONE, SHOTS, shot } from '../helpers/browser-checks.js';
 import { makeUser, PASSWORD } from '../helpers/dashboard.js';
 import { call } from '../helpers/http.js';
 import { pngOf } from '../helpers/media.js';
@@ -17,7 +16,6 @@ import { createMessagingApp, type MessagingTestApp, makeSendingTenant, randomPho
  * downloads with their size, a location as a link to its coordinates, replies and reactions as
  * what they are. One dialect: the page reads through the same services as the API.
  */
-const SHOTS = join(ROOT, 'test-output', 'screenshots');
 
 if (!HAVE_CHROMIUM && !IN_CI) process.stderr.write(`thread-media.test.ts skipped: no chromium at ${CHROMIUM}\n`);
 
@@ -96,7 +94,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('the conversation view shows what user
 
     for (const [name, options] of [
       ['desktop', { viewport: { width: 1280, height: 800 } }],
-      ['phone', { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 3 }],
+      ['phone', PHONE],
     ] as const) {
       const context = await browser.newContext(options);
       const page = await context.newPage();
@@ -133,12 +131,7 @@ describe.skipIf(!HAVE_CHROMIUM && !IN_CI)('the conversation view shows what user
             .scrollWidth,
       );
       expect(width, `the ${name} page fits its screen`).toBeLessThanOrEqual(options.viewport.width);
-      await page.screenshot({
-        path: join(SHOTS, `${name}-conversation-media.png`),
-        fullPage: true,
-        caret: 'initial',
-        scale: 'css',
-      });
+      await shot(page, `${name}-conversation-media`);
       expect(await seriousViolations(page)).toEqual([]);
       await context.close();
     }

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { seriousViolations } from './axe.js';
+import { IN_CI } from './browser.js';
 import { ROOT } from './cli.js';
 import { PASSWORD } from './dashboard.js';
 
@@ -12,7 +13,41 @@ import { PASSWORD } from './dashboard.js';
 export const SHOTS = join(ROOT, 'test-output', 'screenshots');
 export const KEYS = '/dashboard/settings/integrations/api-keys';
 export const DESKTOP = { viewport: { width: 1280, height: 800 } };
-export const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 3 };
+/**
+ * A phone's screen: 390 CSS pixels, touch. One device pixel per CSS pixel: the layout is the same at
+ * a phone's density, and rendering three times as many pixels was most of the browser's work.
+ */
+export const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 1 };
+
+/**
+ * Screenshots to look at (test-output/screenshots), taken wherever the suite runs but in CI (where
+ * nobody looks at them), unless PARLEY_SCREENSHOTS=1 asks for them there too.
+ */
+export const TAKE_SHOTS = !IN_CI || process.env.PARLEY_SCREENSHOTS === '1';
+
+/**
+ * A screenshot of the page as it is now, `name`.png: the whole page (clipped to the screen's width:
+ * what lies beyond it is what checkFit refuses), or only the screen. caret: 'initial', or
+ * Playwright injects a style the page's CSP (rightly) refuses; scale 'css': one pixel per CSS pixel.
+ */
+export async function shot(page: Page, name: string, whole = true) {
+  if (!TAKE_SHOTS) return;
+  const width = page.viewportSize()?.width ?? 1280;
+  const height = whole
+    ? await page.evaluate(
+        () =>
+          (globalThis as unknown as { document: { documentElement: { scrollHeight: number } } }).document
+            .documentElement.scrollHeight,
+      )
+    : (page.viewportSize()?.height ?? 800);
+  await page.screenshot({
+    path: join(SHOTS, `${name}.png`),
+    fullPage: whole,
+    clip: { x: 0, y: 0, width, height },
+    caret: 'initial',
+    scale: 'css',
+  });
+}
 
 /**
  * What a person sees fits the screen: nothing runs past the viewport's right edge (tables scroll
@@ -74,22 +109,7 @@ export async function checkFit(page: Page, name: string) {
 
 /** No serious or critical accessibility violation on the page as it is now; it fits; and a screenshot of it. */
 export async function check(page: Page, name: string) {
-  // caret: 'initial', or Playwright injects a style the page's CSP (rightly) refuses.
-  // scale 'css': one pixel per CSS pixel, so that a phone's (device scale 3) shot stays quick to take.
-  // Clipped to the screen's width: what lies beyond it is what checkFit refuses.
-  const width = page.viewportSize()?.width ?? 1280;
-  const height = await page.evaluate(
-    () =>
-      (globalThis as unknown as { document: { documentElement: { scrollHeight: number } } }).document.documentElement
-        .scrollHeight,
-  );
-  await page.screenshot({
-    path: join(SHOTS, `${name}.png`),
-    fullPage: true,
-    clip: { x: 0, y: 0, width, height },
-    caret: 'initial',
-    scale: 'css',
-  });
+  await shot(page, name);
   expect(await seriousViolations(page), `accessibility of ${name}`).toEqual([]);
   await checkFit(page, name);
 }

@@ -1,5 +1,4 @@
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setHoldingText } from '../../src/agents/agent.service.js';
@@ -8,7 +7,7 @@ import { randomBase62 } from '../../src/shared/ids.js';
 import { createTestApp, PG_URL, type TestApp } from '../helpers/app.js';
 import { seriousViolations } from '../helpers/axe.js';
 import { CHROMIUM, HAVE_CHROMIUM, IN_CI, launchChromium } from '../helpers/browser.js';
-import { ROOT } from '../helpers/cli.js';
+import { PHONE, SHOTS, shot } from '../helpers/browser-checks.js';
 import { makeUser, PASSWORD } from '../helpers/dashboard.js';
 import { makeTrigger } from '../helpers/factories.js';
 import { call } from '../helpers/http.js';
@@ -22,9 +21,7 @@ import { sandboxLog } from '../helpers/sandbox-log.js';
  * live updates within two seconds; another organization's person sees nothing. On PostgreSQL, a
  * message applied by one node shows on a page another node serves.
  */
-const SHOTS = join(ROOT, 'test-output', 'screenshots');
 const DESKTOP = { viewport: { width: 1280, height: 800 } };
-const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
 /** The live updates' promise: a change shows on every open page within this. */
 const LIVE_MS = 2_000;
 
@@ -33,7 +30,7 @@ if (!HAVE_CHROMIUM && !IN_CI) process.stderr.write(`inbox-browser.test.ts skippe
 /** No serious or critical axe violation, nothing wider than the screen, and a screenshot. */
 async function check(page: Page, name: string) {
   const width = page.viewportSize()?.width ?? 1280;
-  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true, caret: 'initial', scale: 'css' });
+  await shot(page, name);
   expect(await seriousViolations(page), `accessibility of ${name}`).toEqual([]);
   const scrollWidth = await page.evaluate(
     () =>
