@@ -157,7 +157,10 @@ export const statCounts: Migration = {
           BEGIN ${sql.raw(body)} RETURN NULL; END $$`.execute(db);
       await fn('stat_message_inserted', pgMessageStatements('0', 'false'));
       await fn('stat_message_moved', pgMessageStatements('OLD.status_rank', "OLD.status IN ('failed', 'rejected')"));
+      // A message stored before its send (pending, rank 0: most of them) counts nothing: the function is
+      // not entered. (Every status it counts, failed and rejected too, ranks 1 or more.)
       await sql`CREATE TRIGGER messages_stat_insert AFTER INSERT ON messages FOR EACH ROW
+        WHEN (NEW.status_rank >= ${sql.lit(ACCEPTED)})
         EXECUTE FUNCTION stat_message_inserted()`.execute(db);
       await sql`CREATE TRIGGER messages_stat_update AFTER UPDATE OF status_rank, status ON messages FOR EACH ROW
         WHEN (NEW.status IS DISTINCT FROM OLD.status) EXECUTE FUNCTION stat_message_moved()`.execute(db);
