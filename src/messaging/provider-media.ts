@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
-import { Agent, request } from 'undici';
+import { request } from 'undici';
 import { sha256Hex } from './inbound-kinds.js';
+import { providerAgent } from './provider-agent.js';
 
 /**
  * The provider's media endpoints, as Parley downloads what users send: a media ID is resolved
@@ -46,14 +47,7 @@ const GONE_CODES = new Set([100, 131009, 131052, 131053]);
 
 export function createProviderMedia(options: { baseUrl: string; version: string; timeoutMs: number }): ProviderMedia {
   // Its own pool: a long download never holds a connection the sends need.
-  const dispatcher = new Agent({
-    keepAliveTimeout: 30_000,
-    connections: 32,
-    connect: { timeout: options.timeoutMs },
-    headersTimeout: options.timeoutMs,
-    // Each pause in a body, not the whole: a 100 MB document takes as long as it takes.
-    bodyTimeout: options.timeoutMs,
-  });
+  const dispatcher = providerAgent(options.timeoutMs, 32);
   const base = options.baseUrl.replace(/\/$/, '');
   return {
     async resolve({ mediaId, accessToken, phoneNumberId }) {

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { Agent, request } from 'undici';
+import { request } from 'undici';
 import { classifyProviderError, type ProviderResult } from './provider.js';
+import { providerAgent } from './provider-agent.js';
 
 /**
  * The provider's requests beside a send: a file uploaded for a number (`POST /{phone-number-id}/media`,
@@ -67,13 +68,7 @@ export function createProviderRequests(options: {
   version: string;
   timeoutMs: number;
 }): ProviderRequests {
-  const dispatcher = new Agent({
-    keepAliveTimeout: 30_000,
-    connections: 32,
-    connect: { timeout: options.timeoutMs },
-    headersTimeout: options.timeoutMs,
-    bodyTimeout: options.timeoutMs,
-  });
+  const dispatcher = providerAgent(options.timeoutMs, 32);
   const base = options.baseUrl.replace(/\/$/, '');
   const url = (phoneNumberId: string, what: string) =>
     `${base}/${options.version}/${encodeURIComponent(phoneNumberId)}/${what}`;

@@ -1,4 +1,4 @@
-import { Agent, type Dispatcher, request } from 'undici';
+import { type Dispatcher, request } from 'undici';
 import {
   type ListMessage,
   type ReplyButton,
@@ -6,6 +6,7 @@ import {
   type WireMedia,
   wireMediaObject,
 } from './outbound-content.js';
+import { providerAgent } from './provider-agent.js';
 
 /** What Parley asks the provider to send, already validated and normalized. */
 export interface ProviderSend {
@@ -167,17 +168,7 @@ export function toWireBody(input: ProviderSend): Record<string, unknown> {
 
 /** The Cloud API adapter; the sandbox speaks the same wire format, so it serves both. */
 export function createCloudProvider(options: CloudProviderOptions): MessagingProvider {
-  // One keep-alive pool per origin; sends never pipeline so one slow answer blocks nothing else.
-  // The timeout bounds each wait (connecting, the answer's headers, any pause in its body) with
-  // undici's own timers: an AbortSignal per send cost a timer, a listener and a finalizer each.
-  const dispatcher = new Agent({
-    keepAliveTimeout: 30_000,
-    connections: 256,
-    pipelining: 1,
-    connect: { timeout: options.timeoutMs },
-    headersTimeout: options.timeoutMs,
-    bodyTimeout: options.timeoutMs,
-  });
+  const dispatcher = providerAgent(options.timeoutMs, 256);
   const base = options.baseUrl.replace(/\/$/, '');
   return {
     async send(input) {
