@@ -1,5 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,10 +8,10 @@ import { MAGIC_NUMBERS } from '../../src/sandbox/index.js';
 import { randomBase62 } from '../../src/shared/ids.js';
 import { DIALECTS } from '../helpers/app.js';
 import { runCli } from '../helpers/cli.js';
+import { startExampleBot } from '../helpers/example-bot.js';
 import { makeKey, makeTrigger } from '../helpers/factories.js';
 import { call } from '../helpers/http.js';
 import {
-  closedPort,
   createMessagingApp,
   endUsersWithPhone,
   type MessagingTestApp,
@@ -306,32 +304,8 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
   it('the example echo bot answers every message, verified with standardwebhooks, through the sandbox', async () => {
     const tenant = await makeSendingTenant(t.ctx);
     await makeTrigger(t.ctx, tenant.org.id, tenant.agent.id, 'hello');
-    const port = await closedPort();
-    const hook = await createEndpoint(t.ctx, {
-      orgId: tenant.org.id,
-      url: `http://127.0.0.1:${port}/`,
-      agentId: tenant.agent.id,
-    });
-    const bot: ChildProcess = spawn(
-      process.execPath,
-      [fileURLToPath(new URL('../../examples/echo-bot.mjs', import.meta.url))],
-      {
-        env: {
-          ...process.env,
-          PARLEY_URL: t.url,
-          PARLEY_KEY: tenant.agentKey.key,
-          WEBHOOK_SECRET: hook.secret,
-          PORT: String(port),
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const { stop } = await startExampleBot(t, tenant, 'echo-bot.mjs', 'echo bot on');
     try {
-      let out = '';
-      bot.stdout?.on('data', (d: Buffer) => {
-        out += d.toString();
-      });
-      await until(() => out.includes('echo bot on'), 'the bot to listen');
       const to = randomPhone();
       const started = await start(tenant.agentKey.auth, tenant.agent.id, 'hello', { to });
       expect(started.statusCode, started.body).toBe(200);
@@ -351,7 +325,7 @@ describe.each(DIALECTS)('triggers, conversations and their events (%s)', (dialec
         ['outbound', 'You said: ping'],
       ]);
     } finally {
-      bot.kill();
+      stop();
     }
   });
 

@@ -1,21 +1,8 @@
-/**
- * examples/photo-bot.mjs, run as a process against a real server and its sandbox: a photo in, a
- * read receipt with typing and buttons quoting it out; a tap on a button, a text back. On SQLite
- * only: the bot speaks HTTP, and the database under it is the rest of the suite's business.
- */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEndpoint } from '../../src/events/endpoint.service.js';
+import { startExampleBot } from '../helpers/example-bot.js';
 import { call } from '../helpers/http.js';
 import { pngOf } from '../helpers/media.js';
-import {
-  closedPort,
-  createMessagingApp,
-  type MessagingTestApp,
-  makeSendingTenant,
-  randomPhone,
-} from '../helpers/messaging.js';
+import { createMessagingApp, type MessagingTestApp, makeSendingTenant, randomPhone } from '../helpers/messaging.js';
 import { sandboxLog } from '../helpers/sandbox-log.js';
 import { until } from '../helpers/wait.js';
 
@@ -32,32 +19,8 @@ describe('the example photo bot (sqlite)', () => {
 
   it('answers a photo with buttons quoting it, and a button tap with a text', async () => {
     const x = await makeSendingTenant(t.ctx);
-    const port = await closedPort();
-    const hook = await createEndpoint(t.ctx, {
-      orgId: x.org.id,
-      url: `http://127.0.0.1:${port}/`,
-      agentId: x.agent.id,
-    });
-    const bot: ChildProcess = spawn(
-      process.execPath,
-      [fileURLToPath(new URL('../../examples/photo-bot.mjs', import.meta.url))],
-      {
-        env: {
-          ...process.env,
-          PARLEY_URL: t.url,
-          PARLEY_KEY: x.agentKey.key,
-          WEBHOOK_SECRET: hook.secret,
-          PORT: String(port),
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const { stop } = await startExampleBot(t, x, 'photo-bot.mjs', 'photo bot on');
     try {
-      let out = '';
-      bot.stdout?.on('data', (d: Buffer) => {
-        out += d.toString();
-      });
-      await until(() => out.includes('photo bot on'), 'the bot to listen');
       const user = randomPhone();
       const inbound = async (body: Record<string, unknown>) => {
         const res = await call(t, {
@@ -99,7 +62,7 @@ describe('the example photo bot (sqlite)', () => {
       const [text] = await log();
       expect(text?.payload).toMatchObject({ type: 'text', text: { body: 'You chose: Refund. We are on it.' } });
     } finally {
-      bot.kill();
+      stop();
     }
   });
 });
